@@ -1,0 +1,1 @@
+"""tau-mcp servers: domain engines, episode store and the MCP/HTTP layer."""

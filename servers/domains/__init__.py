@@ -1,0 +1,1 @@
+"""Domain packages: one folder a domain (models, agent tools, user tools, spec)."""

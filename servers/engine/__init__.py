@@ -1,0 +1,1 @@
+"""The domain-agnostic core: data loading, copy-on-write state, tools, episodes."""

@@ -1,0 +1,312 @@
+"""Copy-on-write database state.
+
+A domain's database is loaded once into a pydantic model and shared, read-only, by every episode.
+An episode sees it through a `CowDB`: top-level fields are copied only when the episode touches
+them, and dict-valued tables (the large ones: flights, users, orders...) only record by record.
+Rules for tool code:
+- `db.table[key]`, `db.table.get(key)` return the episode's own, writable copy of the record.
+- `db.table.values()` / `.items()` yield records without copying: read them, never mutate them;
+  index the table by key to get a copy you may change.
+"""
+
+from __future__ import annotations
+
+import copy
+import typing
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic_core import to_jsonable_python
+
+from servers.engine.canonical import canonical_json, key_json, sha256_text
+
+_MISSING = object()
+
+
+def _copy_record(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_copy(deep=True)
+    return copy.deepcopy(value)
+
+
+class CowDict(MutableMapping):
+    """A dict view over a shared base dict; records are copied into the episode on access."""
+
+    __slots__ = ("_base", "_own", "_gone")
+
+    def __init__(self, base: dict) -> None:
+        self._base = base
+        self._own: dict = {}
+        self._gone: set = set()
+
+    def __getitem__(self, key: Any) -> Any:
+        own = self._own
+        if key in own:
+            return own[key]
+        if key in self._gone:
+            raise KeyError(key)
+        value = _copy_record(self._base[key])
+        own[key] = value
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._own[key] = value
+        self._gone.discard(key)
+
+    def __delitem__(self, key: Any) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._own.pop(key, None)
+        if key in self._base:
+            self._gone.add(key)
+
+    def __contains__(self, key: Any) -> bool:
+        if key in self._own:
+            return True
+        return key in self._base and key not in self._gone
+
+    def __iter__(self) -> Iterator:
+        gone, own, base = self._gone, self._own, self._base
+        for key in base:
+            if key not in gone:
+                yield key
+        for key in own:
+            if key not in base:
+                yield key
+
+    def __len__(self) -> int:
+        base = self._base
+        return len(base) - len(self._gone) + sum(1 for k in self._own if k not in base)
+
+    def peek(self, key: Any) -> Any:
+        """The current record without copying it: read-only use only."""
+        own = self._own
+        if key in own:
+            return own[key]
+        if key in self._gone:
+            raise KeyError(key)
+        return self._base[key]
+
+    def values(self):  # type: ignore[override]
+        return [self.peek(k) for k in self]
+
+    def items(self):  # type: ignore[override]
+        return [(k, self.peek(k)) for k in self]
+
+    @property
+    def touched(self) -> bool:
+        return bool(self._own or self._gone)
+
+    def owned_keys(self) -> set:
+        return set(self._own) | self._gone
+
+    def __repr__(self) -> str:
+        return f"CowDict({len(self)} records, {len(self._own)} owned)"
+
+
+class BaseState:
+    """A loaded database plus caches of its JSON dump and canonical fragments.
+
+    The caches are filled lazily and only ever describe the shared, never-mutated base model.
+    """
+
+    def __init__(self, model: BaseModel) -> None:
+        self.model = model
+        self.model_cls = type(model)
+        self.fields = list(self.model_cls.model_fields)
+        self.dict_fields = {f for f in self.fields if isinstance(getattr(model, f), dict)}
+        self._json: dict[str, Any] = {}
+        self._fragments: dict[str, dict[Any, str | None]] = {}
+        self._field_canon: dict[str, str | None] = {}
+        self._sorted_keys: dict[str, list] = {}
+        self._adapters: dict[str, TypeAdapter] = {}
+
+    # --- JSON dumps -------------------------------------------------------------------------
+    def field_json(self, name: str) -> Any:
+        if name not in self._json:
+            value = getattr(self.model, name)
+            if name in self.dict_fields:
+                self._json[name] = {k: to_jsonable_python(v) for k, v in value.items()}
+            else:
+                self._json[name] = to_jsonable_python(value)
+        return self._json[name]
+
+    def record_fragment(self, name: str, key: Any) -> str | None:
+        frags = self._fragments.get(name)
+        if frags is None:
+            frags = self._fragments[name] = {}
+        frag = frags.get(key, _MISSING)
+        if frag is _MISSING:
+            raw = self.field_json(name)[key]
+            frag = None if raw is None else canonical_json(raw)
+            frags[key] = frag
+        return frag  # type: ignore[return-value]
+
+    def field_canonical(self, name: str) -> str | None:
+        if name not in self._field_canon:
+            if name in self.dict_fields:
+                self._field_canon[name] = _assemble(
+                    self.sorted_keys(name), lambda k: self.record_fragment(name, k)
+                )
+            else:
+                raw = self.field_json(name)
+                self._field_canon[name] = None if raw is None else canonical_json(raw)
+        return self._field_canon[name]
+
+    def sorted_keys(self, name: str) -> list:
+        if name not in self._sorted_keys:
+            self._sorted_keys[name] = sorted(getattr(self.model, name))
+        return self._sorted_keys[name]
+
+    def warm(self) -> None:
+        """Fill every cache now (servers do this at start so the first grade is fast)."""
+        for name in self.fields:
+            self.field_canonical(name)
+
+    # --- validation of updates --------------------------------------------------------------
+    def adapter(self, name: str, record: bool) -> TypeAdapter:
+        key = f"{name}:{record}"
+        if key not in self._adapters:
+            annotation = self.model_cls.model_fields[name].annotation
+            if record:
+                annotation = _dict_value_type(annotation)
+            self._adapters[key] = TypeAdapter(annotation)
+        return self._adapters[key]
+
+
+def _dict_value_type(annotation: Any) -> Any:
+    for candidate in (annotation, *typing.get_args(annotation)):
+        origin = typing.get_origin(candidate)
+        if origin in (dict, typing.Dict):  # noqa: UP006
+            return typing.get_args(candidate)[1]
+    return Any
+
+
+def _assemble(sorted_keys: list, fragment) -> str:
+    parts = []
+    for key in sorted_keys:
+        frag = fragment(key)
+        if frag is not None:
+            parts.append(f"{key_json(key)}:{frag}")
+    return "{" + ",".join(parts) + "}"
+
+
+def deep_merge(current: Any, update: Any) -> Any:
+    """Merge `update` into `current` the way the reference's initialization data does:
+    nested dicts merge key by key, anything else replaces."""
+    if isinstance(current, dict) and isinstance(update, dict):
+        merged = dict(current)
+        for key, value in update.items():
+            merged[key] = deep_merge(current.get(key), value) if key in current else value
+        return merged
+    return update
+
+
+class CowDB:
+    """One episode's view of a database: attribute access like the pydantic model it wraps."""
+
+    def __init__(self, base: BaseState) -> None:
+        object.__setattr__(self, "_base", base)
+
+    def __getattr__(self, name: str) -> Any:
+        base: BaseState = object.__getattribute__(self, "_base")
+        if name not in base.model_cls.model_fields:
+            raise AttributeError(f"'{base.model_cls.__name__}' object has no attribute '{name}'")
+        value = getattr(base.model, name)
+        view = CowDict(value) if name in base.dict_fields else copy.deepcopy(value)
+        object.__setattr__(self, name, view)
+        return view
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    @property
+    def base(self) -> BaseState:
+        return object.__getattribute__(self, "_base")
+
+    def _touched(self, name: str) -> Any:
+        """The episode's own value of a field, or _MISSING if it never touched it."""
+        own = self.__dict__.get(name, _MISSING)
+        if isinstance(own, CowDict) and not own.touched:
+            return _MISSING
+        return own
+
+    # --- snapshots --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The database in the reference JSON layout. Untouched parts share the cached dump,
+        so callers must treat the result as read-only (serialize it, don't mutate it)."""
+        base = self.base
+        out: dict[str, Any] = {}
+        for name in base.fields:
+            own = self._touched(name)
+            if own is _MISSING:
+                out[name] = base.field_json(name)
+            elif isinstance(own, CowDict):
+                cached = base.field_json(name)
+                owned = own._own
+                out[name] = {
+                    k: (to_jsonable_python(owned[k]) if k in owned else cached[k]) for k in own
+                }
+            else:
+                out[name] = to_jsonable_python(own)
+        return out
+
+    def canonical_text(self) -> str:
+        base = self.base
+        parts = []
+        for name in sorted(base.fields):
+            own = self._touched(name)
+            if own is _MISSING:
+                frag = base.field_canonical(name)
+            elif isinstance(own, CowDict):
+                owned = own._own
+                base_table = own._base
+                reshaped = own._gone or any(k not in base_table for k in owned)
+                keys = sorted(own) if reshaped else base.sorted_keys(name)
+
+                def fragment(k, owned=owned, name=name):
+                    if k in owned:
+                        raw = to_jsonable_python(owned[k])
+                        return None if raw is None else canonical_json(raw)
+                    return base.record_fragment(name, k)
+
+                frag = _assemble(keys, fragment)
+            else:
+                raw = to_jsonable_python(own)
+                frag = None if raw is None else canonical_json(raw)
+            if frag is not None:
+                parts.append(f"{key_json(name)}:{frag}")
+        return "{" + ",".join(parts) + "}"
+
+    def canonical_hash(self) -> str:
+        return sha256_text(self.canonical_text())
+
+    # --- bulk updates (task initialization data) --------------------------------------------
+    def apply_update(self, update: dict[str, Any]) -> None:
+        """Deep-merge `update` (reference JSON layout) into this state and validate it."""
+        base = self.base
+        for name, value in update.items():
+            if name not in base.model_cls.model_fields:
+                raise ValueError(f"unknown field '{name}' for {base.model_cls.__name__}")
+            if name in base.dict_fields and isinstance(value, dict):
+                table: CowDict = getattr(self, name)
+                adapter = base.adapter(name, record=True)
+                for key, rec in value.items():
+                    current = to_jsonable_python(table.peek(key)) if key in table else None
+                    merged = deep_merge(current, rec) if current is not None else rec
+                    table[key] = adapter.validate_python(merged)
+            else:
+                current = to_jsonable_python(getattr(self, name))
+                merged = deep_merge(current, value)
+                setattr(self, name, base.adapter(name, record=False).validate_python(merged))
+
+    def retained_records(self) -> int:
+        """How many records this episode owns (for memory diagnostics)."""
+        total = 0
+        for name, value in self.__dict__.items():
+            if isinstance(value, CowDict):
+                total += len(value._own)
+            elif name != "_base":
+                total += 1
+        return total

@@ -1,0 +1,75 @@
+"""Finding and reading the benchmark data folder (the reference's `data/` layout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from servers.engine.errors import DataError
+
+ENV_VAR = "TAU2_DATA_DIR"
+DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
+
+
+def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The data folder: the explicit one, else $TAU2_DATA_DIR, else our bundled demo set."""
+    raw = explicit if explicit not in (None, "") else os.environ.get(ENV_VAR)
+    if raw in (None, ""):
+        return DEMO_DIR
+    path = Path(raw).expanduser().resolve()
+    if not path.is_dir():
+        raise DataError(f"data folder {path} does not exist (set --data-dir or {ENV_VAR})")
+    return path
+
+
+def is_demo(data_dir: Path) -> bool:
+    return data_dir.resolve() == DEMO_DIR
+
+
+def domain_dir(data_dir: Path, domain: str) -> Path:
+    return data_dir / "tau2" / "domains" / domain
+
+
+def load_structured(path: Path) -> Any:
+    """Read a JSON or TOML file; any failure names the file."""
+    if not path.is_file():
+        raise DataError(f"missing data file: {path}")
+    try:
+        if path.suffix == ".toml":
+            with path.open("rb") as fh:
+                return tomllib.load(fh)
+        with path.open("r", encoding="utf-8") as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"corrupt data file {path}: {exc}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read data file {path}: {exc.strerror}") from None
+
+
+def find_db_file(folder: Path, stem: str) -> Path | None:
+    """`db.json` or `db.toml` (the reference uses both), or None when neither exists."""
+    for suffix in (".json", ".toml"):
+        candidate = folder / f"{stem}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_text(path: Path) -> str:
+    if not path.is_file():
+        raise DataError(f"missing data file: {path}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read data file {path}: {exc}") from None
+
+
+@lru_cache(maxsize=8)
+def user_guidelines(data_dir: Path, with_tools: bool) -> str:
+    """The user-simulator guidelines shipped with the data."""
+    name = "simulation_guidelines_tools.md" if with_tools else "simulation_guidelines.md"
+    return read_text(data_dir / "tau2" / "user_simulator" / name)

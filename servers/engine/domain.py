@@ -1,0 +1,141 @@
+"""A domain: its data models and toolkits (the spec) bound to a data folder (the domain)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from servers.engine import data as datafiles
+from servers.engine.cow import BaseState
+from servers.engine.errors import DataError, UnknownTask
+from servers.engine.tasks import Task
+from servers.engine.toolkit import Toolkit
+
+if TYPE_CHECKING:
+    from servers.engine.episode import Episode
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """Everything about a domain that does not depend on where its data lives."""
+
+    name: str
+    db_model: type[BaseModel]
+    agent_tools: type[Toolkit]
+    user_db_model: type[BaseModel] | None = None
+    user_tools: type[Toolkit] | None = None
+    policy_files: tuple[str, ...] = ("policy.md",)
+    solo_policy_files: tuple[str, ...] = ("policy_solo.md",)
+    # Called after every tool call and environment function (the reference's tool sync).
+    sync: Callable[[Episode], None] | None = None
+    # Splits a domain must offer (checked when the data is loaded).
+    splits: tuple[str, ...] = ("base",)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _load_db(model: type[BaseModel], path: Path) -> BaseModel:
+    raw = datafiles.load_structured(path)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise DataError(
+            f"data file {path} does not match the {model.__name__} schema "
+            f"({exc.error_count()} errors; first at {where}: {first['msg']})"
+        ) from None
+
+
+class Domain:
+    """A domain's loaded data. DBs and tasks load lazily, once, and are then shared."""
+
+    def __init__(self, spec: DomainSpec, data_dir: Path) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.data_dir = data_dir
+        self.folder = datafiles.domain_dir(data_dir, spec.name)
+        if not self.folder.is_dir():
+            raise DataError(f"domain folder missing: {self.folder}")
+        self._lock = threading.Lock()
+
+    # --- databases --------------------------------------------------------------------------
+    @cached_property
+    def base(self) -> BaseState:
+        path = datafiles.find_db_file(self.folder, "db")
+        if path is None:
+            raise DataError(f"missing data file: {self.folder / 'db.json'} (or db.toml)")
+        return BaseState(_load_db(self.spec.db_model, path))
+
+    @cached_property
+    def user_base(self) -> BaseState | None:
+        if self.spec.user_db_model is None:
+            return None
+        path = datafiles.find_db_file(self.folder, "user_db")
+        if path is None:
+            # The reference builds the user DB from its defaults when no file exists.
+            return BaseState(self.spec.user_db_model())
+        return BaseState(_load_db(self.spec.user_db_model, path))
+
+    # --- tasks ------------------------------------------------------------------------------
+    @cached_property
+    def tasks(self) -> dict[str, Task]:
+        path = self.folder / "tasks.json"
+        raw = datafiles.load_structured(path)
+        if not isinstance(raw, list):
+            raise DataError(f"data file {path} should hold a list of tasks")
+        tasks: dict[str, Task] = {}
+        for index, item in enumerate(raw):
+            try:
+                task = Task.model_validate(item)
+            except ValidationError as exc:
+                raise DataError(f"task #{index} in {path} is malformed: {exc.errors()[0]['msg']}") from None
+            tasks[task.id] = task
+        return tasks
+
+    @cached_property
+    def splits(self) -> dict[str, list[str]]:
+        path = self.folder / "split_tasks.json"
+        if not path.is_file():
+            return {"base": list(self.tasks)}
+        raw = datafiles.load_structured(path)
+        if not isinstance(raw, dict):
+            raise DataError(f"data file {path} should map split names to task ids")
+        return raw
+
+    def task(self, task_id: str) -> Task:
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise UnknownTask(f"unknown task '{task_id}' in domain '{self.name}'")
+        return task
+
+    def task_ids(self, split: str | None = "base") -> list[str]:
+        if split is None:
+            return list(self.tasks)
+        if split not in self.splits:
+            raise UnknownTask(
+                f"unknown split '{split}' for domain '{self.name}' "
+                f"(have: {', '.join(sorted(self.splits))})"
+            )
+        known = self.tasks
+        return [t for t in self.splits[split] if t in known]
+
+    # --- texts ------------------------------------------------------------------------------
+    def policy(self, solo: bool = False) -> str:
+        files = self.spec.solo_policy_files if solo else self.spec.policy_files
+        return self._join_texts(files)
+
+    def _join_texts(self, files: tuple[str, ...]) -> str:
+        return "\n".join(datafiles.read_text(self.folder / f) for f in files)
+
+    def warm(self) -> None:
+        """Load and cache everything now (a server does this before taking traffic)."""
+        self.base.warm()
+        if self.user_base is not None:
+            self.user_base.warm()
+        _ = self.tasks

@@ -1,0 +1,233 @@
+"""Episodes: one task run's own state, and the store that keeps many of them."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from servers.engine.cow import CowDB
+from servers.engine.domain import Domain
+from servers.engine.errors import EpisodeExists, InitialStateError, UnknownDomain, UnknownEpisode
+from servers.engine.render import parse_output, render_error, render_result
+from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
+from servers.engine.toolkit import Toolkit
+
+Side = Literal["agent", "user"]
+_SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    text: str
+    error: bool
+
+
+class Episode:
+    """A task run's databases and the toolkits bound to them.
+
+    Tool calls are not thread-safe on their own; the store serializes calls per episode.
+    """
+
+    def __init__(self, domain: Domain, episode_id: str, task: Task | None) -> None:
+        self.domain = domain
+        self.id = episode_id
+        self.task = task
+        self.lock = threading.Lock()
+        self._mint_counter = itertools.count(1)
+        spec = domain.spec
+        self.agent_db = CowDB(domain.base)
+        self.user_db = CowDB(domain.user_base) if domain.user_base is not None else None
+        self.agent_tools: Toolkit = spec.agent_tools(self.agent_db, self)
+        self.user_tools: Toolkit | None = (
+            spec.user_tools(self.user_db, self) if spec.user_tools is not None else None
+        )
+        self.calls = 0
+        self._sync()
+        if task is not None and task.initial_state is not None:
+            self._set_initial_state(task)
+
+    # --- ids --------------------------------------------------------------------------------
+    def mint_id(self, purpose: str) -> str:
+        """A fresh id that depends only on the domain, task and how many were minted before, so
+        replaying the same calls on a fresh episode mints the same ids (the reference uses
+        uuid4 here, which no grader could reproduce)."""
+        seed = f"{self.domain.name}|{self.task.id if self.task else ''}|{purpose}|{next(self._mint_counter)}"
+        return uuid.UUID(bytes=hashlib.sha256(seed.encode()).digest()[:16]).hex
+
+    # --- calls ------------------------------------------------------------------------------
+    def toolkit(self, side: Side) -> Toolkit | None:
+        return self.agent_tools if side == "agent" else self.user_tools
+
+    def call(self, side: Side, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
+        """Run one tool call as the agent or the user, as the reference would: any failure is a
+        result whose text starts with `Error: `, and the state keeps whatever the call did."""
+        self.calls += 1
+        try:
+            toolkit = self.toolkit(side)
+            if toolkit is None:
+                raise ValueError("User tools not available")
+            if not toolkit.has_tool(name):
+                raise ValueError(f"Tool '{name}' not found.")
+            result = getattr(toolkit, name)(**(arguments or {}))
+            self._sync()
+            return ToolOutcome(render_result(result), False)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
+            return ToolOutcome(render_error(exc), True)
+
+    def run_function(self, call: EnvFunctionCall) -> Any:
+        """Run a non-tool helper (initialization action or assertion) on either side."""
+        toolkit = self.toolkit(_SIDE_OF_REQUESTOR[call.env_type])
+        func = getattr(toolkit, call.func_name, None) if toolkit is not None else None
+        if func is None:
+            raise ValueError(f"Function {call.func_name} not found in {call.env_type} tools")
+        result = func(**call.arguments)
+        self._sync()
+        return result
+
+    def check_assertion(self, assertion: EnvAssertion) -> bool:
+        result = self.run_function(assertion)
+        if not isinstance(result, bool):
+            raise ValueError(f"Function {assertion.func_name} returned {type(result)} instead of bool")
+        return result == assertion.assert_value
+
+    def _sync(self) -> None:
+        sync = self.domain.spec.sync
+        if sync is not None:
+            sync(self)
+
+    # --- initial state ----------------------------------------------------------------------
+    def _set_initial_state(self, task: Task) -> None:
+        state = task.initial_state
+        assert state is not None
+        try:
+            init = state.initialization_data
+            if init is not None:
+                # The reference leaves both toolkits on one shared database after applying
+                # either side's initialization data; scores depend on it, so we do the same.
+                if init.agent_data is not None:
+                    self.agent_db.apply_update(init.agent_data)
+                    if self.user_tools is not None and self.user_db is not None:
+                        self.user_db = self.user_tools.db = self.agent_db
+                if init.user_data is not None:
+                    if self.user_db is None or self.user_tools is None:
+                        raise ValueError("the domain has no user database")
+                    self.user_db.apply_update(init.user_data)
+                    self.agent_db = self.agent_tools.db = self.user_db
+            for action in state.initialization_actions or []:
+                self.run_function(action)
+            self._replay_history(state.message_history or [])
+            self._sync()
+        except InitialStateError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise InitialStateError(f"task '{task.id}': initial state failed: {exc}") from None
+
+    def _replay_history(self, messages: list) -> None:
+        pending: dict[str, ToolCallRecord] = {}
+        for message in messages:
+            if message.role in ("assistant", "user") and message.tool_calls:
+                for tc in message.tool_calls:
+                    pending[tc.id] = tc
+            elif message.role == "tool":
+                tc = pending.pop(message.id or "", None)
+                if tc is None:
+                    raise InitialStateError("tool message without a matching tool call")
+                self.replay_call(tc.requestor, tc.name, tc.arguments, expected=message.content)
+
+    def replay_call(
+        self, requestor: str, name: str, arguments: dict[str, Any], expected: str | None = None
+    ) -> ToolOutcome | None:
+        """Re-run a recorded call when it can change state (reads are skipped, as the reference
+        skips them); with `expected`, a different result is an error."""
+        side: Side = _SIDE_OF_REQUESTOR.get(requestor, "agent")  # type: ignore[assignment]
+        toolkit = self.toolkit(side)
+        if toolkit is None or name not in toolkit.specs or not toolkit.specs[name].mutates:
+            return None
+        outcome = self.call(side, name, arguments)
+        if expected is not None and parse_output(outcome.text) != parse_output(expected):
+            raise InitialStateError(
+                f"replayed call {name} returned {outcome.text!r}, recorded {expected!r}"
+            )
+        return outcome
+
+    # --- snapshots --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "agent_db": self.agent_db.snapshot(),
+            "user_db": self.user_db.snapshot() if self.user_db is not None else None,
+        }
+
+    def hashes(self) -> dict[str, str | None]:
+        return {
+            "agent_db": self.agent_db.canonical_hash(),
+            "user_db": self.user_db.canonical_hash() if self.user_db is not None else None,
+        }
+
+
+class EpisodeStore:
+    """Episodes keyed by (domain, episode id), least recently used evicted past `capacity`."""
+
+    def __init__(self, domains: dict[str, Domain], capacity: int = 20_000) -> None:
+        self.domains = domains
+        self.capacity = capacity
+        self._episodes: OrderedDict[tuple[str, str], Episode] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def domain(self, name: str) -> Domain:
+        domain = self.domains.get(name)
+        if domain is None:
+            raise UnknownDomain(
+                f"unknown domain '{name}' (serving: {', '.join(sorted(self.domains)) or 'none'})"
+            )
+        return domain
+
+    def create(
+        self, domain_name: str, task_id: str | None = None, episode_id: str | None = None,
+        *, replace: bool = False,
+    ) -> Episode:
+        domain = self.domain(domain_name)
+        task = domain.task(task_id) if task_id is not None else None
+        episode_id = episode_id or uuid.uuid4().hex
+        key = (domain_name, episode_id)
+        if not replace and key in self._episodes:
+            raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
+        episode = Episode(domain, episode_id, task)
+        with self._lock:
+            self._episodes[key] = episode
+            self._episodes.move_to_end(key)
+            while len(self._episodes) > self.capacity:
+                self._episodes.popitem(last=False)
+        return episode
+
+    def get(self, domain_name: str, episode_id: str) -> Episode:
+        self.domain(domain_name)
+        key = (domain_name, episode_id)
+        episode = self._episodes.get(key)
+        if episode is None:
+            raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+        with self._lock:
+            if key in self._episodes:
+                self._episodes.move_to_end(key)
+        return episode
+
+    def find(self, domain_name: str, episode_id: str) -> Episode | None:
+        return self._episodes.get((domain_name, episode_id))
+
+    def delete(self, domain_name: str, episode_id: str) -> None:
+        self.domain(domain_name)
+        with self._lock:
+            if self._episodes.pop((domain_name, episode_id), None) is None:
+                raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+
+    def call(self, domain_name: str, episode_id: str, side: Side, name: str, arguments: dict | None) -> ToolOutcome:
+        episode = self.get(domain_name, episode_id)
+        with episode.lock:
+            return episode.call(side, name, arguments)
+
+    def __len__(self) -> int:
+        return len(self._episodes)

@@ -1,0 +1,50 @@
+"""Turning a tool's return value into the text the reference shows for it.
+
+The reference renders strings as they are and everything else as JSON: pydantic models through
+their python-mode dump, numbers and booleans as their `str()` (so `True` becomes the JSON string
+"True"), and anything JSON cannot encode (dates) through `str()`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _prepare(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, str) or value is None:
+        return value
+    if isinstance(value, (bool, int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return [_prepare(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_prepare(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _prepare(v) for k, v in value.items()}
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    raise ValueError(f"Unsupported type: {type(value)}")
+
+
+def render_result(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(_prepare(value), default=str)
+
+
+def render_error(exc: BaseException) -> str:
+    return f"Error: {exc}"
+
+
+def parse_output(text: str) -> Any:
+    """Tool text as a value when it is JSON, else the text itself (for output comparison)."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text

@@ -1,0 +1,137 @@
+"""Declaring domain tools: a decorator for tool methods and a base class that collects them.
+
+Tool methods are plain Python methods with the reference's names and parameters, called with the
+caller's keyword arguments as given, so bad arguments fail the way they fail in the reference.
+Methods without the decorator are helpers that only tasks' initialization actions and
+environment assertions may call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
+
+from pydantic import TypeAdapter
+
+if TYPE_CHECKING:
+    from servers.engine.episode import Episode
+
+
+class ToolKind(str, Enum):
+    READ = "read"
+    WRITE = "write"
+    THINK = "think"
+    GENERIC = "generic"
+
+
+_SPEC_ATTR = "__tau_tool__"
+
+
+def tool(kind: ToolKind = ToolKind.READ, *, mutates: bool | None = None):
+    """Mark a method as a tool. `mutates` defaults to True for WRITE tools: only mutating tools
+    are replayed when a state is rebuilt from a message history."""
+
+    def mark(func):
+        setattr(func, _SPEC_ATTR, (kind, kind == ToolKind.WRITE if mutates is None else mutates))
+        return func
+
+    return mark
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a client needs to know about a tool: name, kind, description, argument schema."""
+
+    name: str
+    kind: ToolKind
+    mutates: bool
+    description: str
+    input_schema: dict[str, Any] = field(hash=False)
+
+    @property
+    def read_only(self) -> bool:
+        return self.kind in (ToolKind.READ, ToolKind.THINK)
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)(?:\s*\(.*?\))?:\s*(.*)$")
+
+
+def _parse_doc(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Description (text before the first section) and per-argument descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    args: dict[str, str] = {}
+    section = None
+    current = None
+    for line in lines:
+        stripped = line.strip()
+        if stripped.endswith(":") and stripped[:-1] in ("Args", "Returns", "Raises", "Example"):
+            section = stripped[:-1]
+            continue
+        if section is None:
+            desc.append(line)
+        elif section == "Args":
+            m = _ARG_LINE.match("  " + line if not line.startswith(" ") else line)
+            if m and not line.startswith("      "):
+                current = m.group(1)
+                args[current] = m.group(2).strip()
+            elif current and stripped:
+                args[current] += " " + stripped
+    return "\n".join(desc).strip(), args
+
+
+def _input_schema(func) -> dict[str, Any]:
+    sig = inspect.signature(func)
+    hints = get_type_hints(func)
+    _, arg_docs = _parse_doc(func.__doc__)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for name, param in sig.parameters.items():
+        if name == "self":
+            continue
+        schema = TypeAdapter(hints.get(name, Any)).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        if name in arg_docs:
+            schema["description"] = arg_docs[name]
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        elif param.default is not None:
+            schema["default"] = param.default
+        props[name] = schema
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    if defs:
+        out["$defs"] = defs
+    return out
+
+
+class Toolkit:
+    """Base of a domain side's tools. Subclasses take the reference's class names, because
+    Python's own messages for bad arguments (part of the tool output) name the class."""
+
+    specs: ClassVar[dict[str, ToolSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        specs: dict[str, ToolSpec] = {}
+        for klass in reversed(cls.__mro__):
+            for name, member in vars(klass).items():
+                mark = getattr(member, _SPEC_ATTR, None)
+                if mark is None:
+                    continue
+                kind, mutates = mark
+                description, _ = _parse_doc(member.__doc__)
+                specs[name] = ToolSpec(name, kind, mutates, description, _input_schema(member))
+        cls.specs = specs
+
+    def __init__(self, db: Any, episode: Episode | None = None) -> None:
+        self.db = db
+        self.episode = episode
+
+    def has_tool(self, name: str) -> bool:
+        return name in self.specs

@@ -1,0 +1,69 @@
+"""Every gold task and every fuzz episode, replayed on the engine, must match the reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from servers.domains.registry import load_domains
+from servers.engine.episode import EpisodeStore
+from tests import conformance as conf
+
+pytestmark = pytest.mark.skipif(
+    not conf.fixtures_present(),
+    reason=f"reference data or conformance fixtures not found ({conf.DATA_DIR}, {conf.CONFORMANCE_DIR})",
+)
+
+DOMAINS = ("mock", "airline", "retail", "telecom")
+
+
+_STORES: dict[str, EpisodeStore] = {}
+
+
+def store_for(domain: str) -> EpisodeStore:
+    if domain not in _STORES:
+        _STORES[domain] = EpisodeStore(load_domains([domain], conf.DATA_DIR))
+    return _STORES[domain]
+
+
+def replay_gold(store: EpisodeStore, domain: str, task_id: str) -> conf.Mismatch:
+    record = conf.gold(domain)[task_id]
+    episode = store.create(domain, task_id)
+    steps = [{k: s[k] for k in ("requestor", "name", "arguments")} for s in record["steps"]]
+    result = conf.compare_steps(task_id, lambda side, name, args: _call(episode, side, name, args), steps, record["steps"])
+    conf.compare_hashes(result, episode.hashes(), record["final_sha"])
+    for item in record["env_assertions"]:
+        from servers.engine.tasks import EnvAssertion
+
+        met = episode.check_assertion(EnvAssertion.model_validate(item["assertion"]))
+        if met != item["met"]:
+            result.problems.append(f"env assertion {item['assertion']['func_name']}: {met} != {item['met']}")
+    return result
+
+
+def _call(episode, side, name, args):
+    outcome = episode.call(side, name, args)
+    return outcome.text, outcome.error
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_gold_replay(domain: str) -> None:
+    store = store_for(domain)
+    failures = [m for m in (replay_gold(store, domain, t) for t in conf.gold(domain)) if m]
+    assert not failures, "\n".join(f"{m.case}: {p}" for m in failures[:10] for p in m.problems[:3])
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_fuzz_replay(domain: str) -> None:
+    store = store_for(domain)
+    _, reference = conf.fuzz()
+    failures = []
+    for ep in conf.fuzz_episodes(domain):
+        episode = store.create(domain, ep.get("task_id"))
+        want = reference[ep["id"]]
+        result = conf.compare_steps(ep["id"], lambda s, n, a, e=episode: _call(e, s, n, a), ep["calls"], want["outputs"])
+        conf.compare_hashes(result, episode.hashes(), want["final_sha"])
+        if result:
+            failures.append(result)
+    assert not failures, f"{len(failures)} episodes differ:\n" + "\n".join(
+        f"{m.case}: {p}" for m in failures[:10] for p in m.problems[:3]
+    )
