@@ -15,7 +15,9 @@ from pathlib import Path
 from servers.engine.render import parse_output
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFORMANCE_DIR = Path(os.environ.get("TAU_CONFORMANCE_DIR", ROOT.parent / "shared" / "conformance"))
+CONFORMANCE_DIR = Path(
+    os.environ.get("TAU_CONFORMANCE_DIR", ROOT.parent / "shared" / "conformance")
+)
 DATA_DIR = Path(os.environ.get("TAU2_DATA_DIR", ROOT.parent / "shared" / "tau2-data"))
 
 # (side, tool name, arguments) -> (text, is_error)
@@ -60,9 +62,13 @@ def compare_steps(case: str, caller: Caller, steps: list[dict], expected: list[d
     for index, (step, want) in enumerate(zip(steps, expected, strict=True)):
         text, error = caller(side_of(step["requestor"]), step["name"], step["arguments"])
         if error != want["error"]:
-            result.problems.append(f"step {index} {step['name']}: error={error}, reference {want['error']}: {text[:200]!r} vs {want['output'][:200]!r}")
+            result.problems.append(
+                f"step {index} {step['name']}: error={error}, reference {want['error']}: {text[:200]!r} vs {want['output'][:200]!r}"
+            )
         elif text != want["output"] and parse_output(text) != parse_output(want["output"]):
-            result.problems.append(f"step {index} {step['name']}: output {text[:300]!r} != reference {want['output'][:300]!r}")
+            result.problems.append(
+                f"step {index} {step['name']}: output {text[:300]!r} != reference {want['output'][:300]!r}"
+            )
     return result
 
 

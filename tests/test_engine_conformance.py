@@ -29,14 +29,18 @@ def replay_gold(store: EpisodeStore, domain: str, task_id: str) -> conf.Mismatch
     record = conf.gold(domain)[task_id]
     episode = store.create(domain, task_id)
     steps = [{k: s[k] for k in ("requestor", "name", "arguments")} for s in record["steps"]]
-    result = conf.compare_steps(task_id, lambda side, name, args: _call(episode, side, name, args), steps, record["steps"])
+    result = conf.compare_steps(
+        task_id, lambda side, name, args: _call(episode, side, name, args), steps, record["steps"]
+    )
     conf.compare_hashes(result, episode.hashes(), record["final_sha"])
     for item in record["env_assertions"]:
         from servers.engine.tasks import EnvAssertion
 
         met = episode.check_assertion(EnvAssertion.model_validate(item["assertion"]))
         if met != item["met"]:
-            result.problems.append(f"env assertion {item['assertion']['func_name']}: {met} != {item['met']}")
+            result.problems.append(
+                f"env assertion {item['assertion']['func_name']}: {met} != {item['met']}"
+            )
     return result
 
 
@@ -60,7 +64,9 @@ def test_fuzz_replay(domain: str) -> None:
     for ep in conf.fuzz_episodes(domain):
         episode = store.create(domain, ep.get("task_id"))
         want = reference[ep["id"]]
-        result = conf.compare_steps(ep["id"], lambda s, n, a, e=episode: _call(e, s, n, a), ep["calls"], want["outputs"])
+        result = conf.compare_steps(
+            ep["id"], lambda s, n, a, e=episode: _call(e, s, n, a), ep["calls"], want["outputs"]
+        )
         conf.compare_hashes(result, episode.hashes(), want["final_sha"])
         if result:
             failures.append(result)

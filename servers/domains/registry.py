@@ -19,8 +19,14 @@ def domain_spec(name: str) -> DomainSpec:
     return module.SPEC
 
 
-def load_domains(names: list[str] | tuple[str, ...] | None = None, data_dir: str | Path | None = None) -> dict[str, Domain]:
+def load_domains(
+    names: list[str] | tuple[str, ...] | None = None, data_dir: str | Path | None = None
+) -> dict[str, Domain]:
     """Domains bound to a data folder; unknown names and missing folders fail with one sentence."""
     folder = resolve_data_dir(data_dir)
-    wanted = list(names) if names else [n for n in DOMAIN_NAMES if (folder / "tau2" / "domains" / n).is_dir()]
+    wanted = (
+        list(names)
+        if names
+        else [n for n in DOMAIN_NAMES if (folder / "tau2" / "domains" / n).is_dir()]
+    )
     return {name: Domain(domain_spec(name), folder) for name in wanted}

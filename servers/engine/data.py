@@ -16,10 +16,14 @@ DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 
 
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """The data folder: the explicit one, else $TAU2_DATA_DIR, else our bundled demo set."""
+    """The data folder: the explicit one, else $TAU2_DATA_DIR, else the reference data that
+    `tau-harness data fetch` downloaded, else our bundled demo set (mock domain only)."""
     raw = explicit if explicit not in (None, "") else os.environ.get(ENV_VAR)
     if raw in (None, ""):
-        return DEMO_DIR
+        from servers.engine.pins import default_cache_dir
+
+        fetched = default_cache_dir()
+        return fetched if (fetched / "tau2" / "domains").is_dir() else DEMO_DIR
     path = Path(raw).expanduser().resolve()
     if not path.is_dir():
         raise DataError(f"data folder {path} does not exist (set --data-dir or {ENV_VAR})")

@@ -94,7 +94,9 @@ class Domain:
             try:
                 task = Task.model_validate(item)
             except ValidationError as exc:
-                raise DataError(f"task #{index} in {path} is malformed: {exc.errors()[0]['msg']}") from None
+                raise DataError(
+                    f"task #{index} in {path} is malformed: {exc.errors()[0]['msg']}"
+                ) from None
             tasks[task.id] = task
         return tasks
 

@@ -92,7 +92,9 @@ class Episode:
     def check_assertion(self, assertion: EnvAssertion) -> bool:
         result = self.run_function(assertion)
         if not isinstance(result, bool):
-            raise ValueError(f"Function {assertion.func_name} returned {type(result)} instead of bool")
+            raise ValueError(
+                f"Function {assertion.func_name} returned {type(result)} instead of bool"
+            )
         return result == assertion.assert_value
 
     def _sync(self) -> None:
@@ -187,8 +189,12 @@ class EpisodeStore:
         return domain
 
     def create(
-        self, domain_name: str, task_id: str | None = None, episode_id: str | None = None,
-        *, replace: bool = False,
+        self,
+        domain_name: str,
+        task_id: str | None = None,
+        episode_id: str | None = None,
+        *,
+        replace: bool = False,
     ) -> Episode:
         domain = self.domain(domain_name)
         task = domain.task(task_id) if task_id is not None else None
@@ -224,7 +230,9 @@ class EpisodeStore:
             if self._episodes.pop((domain_name, episode_id), None) is None:
                 raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
 
-    def call(self, domain_name: str, episode_id: str, side: Side, name: str, arguments: dict | None) -> ToolOutcome:
+    def call(
+        self, domain_name: str, episode_id: str, side: Side, name: str, arguments: dict | None
+    ) -> ToolOutcome:
         episode = self.get(domain_name, episode_id)
         with episode.lock:
             return episode.call(side, name, arguments)

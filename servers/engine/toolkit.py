@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
 
 from pydantic import TypeAdapter
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from servers.engine.episode import Episode
 
 
-class ToolKind(str, Enum):
+class ToolKind(StrEnum):
     READ = "read"
     WRITE = "write"
     THINK = "think"

@@ -27,7 +27,9 @@ class MockUserTools(Toolkit):
         return f"Notification {notification_id} dismissed"
 
     # --- helpers for task setup and environment assertions ---------------------------------
-    def add_notification(self, notification_id: str, message: str, task_id: str | None = None) -> Notification:
+    def add_notification(
+        self, notification_id: str, message: str, task_id: str | None = None
+    ) -> Notification:
         note = Notification(notification_id=notification_id, message=message, task_id=task_id)
         self.db.notifications[notification_id] = note
         return note

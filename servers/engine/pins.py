@@ -1,0 +1,158 @@
+"""Checking a data folder against the pinned reference release, and fetching that release.
+
+The pin list (`data/reference_pins.json`) names every data file with its sha256. Two files of the
+shared copy were rebuilt from the same records, so for them we check what they contain (record
+counts, task ids) instead of their bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servers.engine.errors import DataError
+
+PINS_FILE = Path(__file__).resolve().parents[2] / "data" / "reference_pins.json"
+ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
+
+
+def load_pins(path: Path = PINS_FILE) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read the pin list {path}: {exc}") from None
+
+
+def default_cache_dir(pins: dict[str, Any] | None = None) -> Path:
+    pins = pins or load_pins()
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "tau-mcp" / f"tau2-data-{pins['commit'][:12]}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_content(folder: Path, rel: str, rule: dict[str, Any]) -> str | None:
+    try:
+        data = json.loads((folder / rel).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"{rel}: unreadable ({exc})"
+    if rule["kind"] == "record_counts":
+        got = {k: len(data.get(k, {})) for k in rule["counts"]} if isinstance(data, dict) else {}
+        if got != rule["counts"]:
+            return f"{rel}: record counts {got} differ from the pinned {rule['counts']}"
+        return None
+    if rule["kind"] == "task_ids":
+        try:
+            split_ids = json.loads((folder / rule["split_file"]).read_text())[rule["split"]]
+        except (OSError, json.JSONDecodeError, KeyError) as exc:
+            return f"{rule['split_file']}: no '{rule['split']}' split ({exc})"
+        have = {t.get("id") for t in data} if isinstance(data, list) else set()
+        missing = [t for t in split_ids if t not in have]
+        ids_sha = hashlib.sha256("\n".join(sorted(split_ids)).encode()).hexdigest()
+        if len(split_ids) != rule["count"] or ids_sha != rule["ids_sha256"]:
+            return f"{rel}: the '{rule['split']}' split is not the pinned task list"
+        if missing:
+            return f"{rel}: {len(missing)} tasks of the '{rule['split']}' split are missing"
+        return None
+    return f"{rel}: unknown check kind {rule['kind']!r}"
+
+
+@dataclass
+class Verification:
+    folder: Path
+    checked: int
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_data_dir(folder: Path, pins: dict[str, Any] | None = None) -> Verification:
+    """Check every pinned file: present, and byte-identical or content-identical."""
+    pins = pins or load_pins()
+    problems: list[str] = []
+    checks = pins.get("content_checks", {})
+    for rel, sha in sorted(pins["files"].items()):
+        path = folder / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing")
+        elif rel in checks:
+            problem = _check_content(folder, rel, checks[rel])
+            if problem:
+                problems.append(problem)
+        elif _sha256(path) != sha:
+            problems.append(f"{rel}: sha256 differs from the pin")
+    return Verification(folder, len(pins["files"]), problems)
+
+
+def fetch_reference(
+    dest: Path | None = None, *, timeout: float = 30.0, url: str | None = None
+) -> Path:
+    """Download the pinned release's data into `dest` and verify it; the folder appears only
+    when every file checks out."""
+    pins = load_pins()
+    dest = dest or default_cache_dir(pins)
+    url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https URL
+            payload = response.read()
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DataError(
+            f"could not download the reference data from {url} ({reason}); on a machine without "
+            f"network, point TAU2_DATA_DIR at a local copy instead"
+        ) from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
+    try:
+        _extract(payload, staging, pins)
+        result = verify_data_dir(staging, pins)
+        if not result.ok:
+            raise DataError(
+                "the downloaded data does not match the pins: " + "; ".join(result.problems[:5])
+            )
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+def _extract(payload: bytes, staging: Path, pins: dict[str, Any]) -> None:
+    wanted = set(pins["files"])
+    prefix = pins.get("archive_prefix", "data/")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(payload), mode="r:gz") as archive:
+            for member in archive.getmembers():
+                parts = member.name.split("/", 1)
+                if len(parts) != 2 or not parts[1].startswith(prefix) or not member.isfile():
+                    continue
+                rel = parts[1][len(prefix) :]
+                if rel not in wanted:
+                    continue
+                target = staging / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = archive.extractfile(member)
+                if source is not None:
+                    target.write_bytes(source.read())
+    except tarfile.TarError as exc:
+        raise DataError(f"the downloaded archive is not a readable tar.gz ({exc})") from None
