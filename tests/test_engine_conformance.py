@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from servers.domains.registry import load_domains
+from servers.engine.canonical import canonical_hash
 from servers.engine.episode import EpisodeStore
 from tests import conformance as conf
 
@@ -56,9 +57,20 @@ def test_gold_replay(domain: str) -> None:
     assert not failures, "\n".join(f"{m.case}: {p}" for m in failures[:10] for p in m.problems[:3])
 
 
+def base_hashes(store: EpisodeStore, domain: str) -> tuple[str, str | None]:
+    """Hashes of the shared base data, from a fresh dump (not the caches)."""
+    dom = store.domain(domain)
+    user = dom.user_base
+    return (
+        canonical_hash(dom.base.model.model_dump(mode="json")),
+        canonical_hash(user.model.model_dump(mode="json")) if user is not None else None,
+    )
+
+
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_fuzz_replay(domain: str) -> None:
     store = store_for(domain)
+    before = base_hashes(store, domain)
     _, reference = conf.fuzz()
     failures = []
     for ep in conf.fuzz_episodes(domain):
@@ -70,6 +82,7 @@ def test_fuzz_replay(domain: str) -> None:
         conf.compare_hashes(result, episode.hashes(), want["final_sha"])
         if result:
             failures.append(result)
+    assert base_hashes(store, domain) == before, "an episode mutated the shared base data"
     assert not failures, f"{len(failures)} episodes differ:\n" + "\n".join(
         f"{m.case}: {p}" for m in failures[:10] for p in m.problems[:3]
     )
