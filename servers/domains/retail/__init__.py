@@ -1,0 +1,14 @@
+"""The retail domain: an online store's customer service (orders, returns, exchanges)."""
+
+from servers.domains.retail.agent_tools import RetailTools
+from servers.domains.retail.models import RetailDB
+from servers.engine.domain import DomainSpec
+
+# The reference has no user-side tools or user database for retail, and no solo-mode policy.
+SPEC = DomainSpec(
+    name="retail",
+    db_model=RetailDB,
+    agent_tools=RetailTools,
+    policy_files=("policy.md",),
+    solo_policy_files=(),
+)
