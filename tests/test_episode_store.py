@@ -14,6 +14,7 @@ from servers.engine.data import DEMO_DIR
 from servers.engine.episode import EpisodeStore
 from servers.engine.errors import (
     DataError,
+    EngineError,
     EpisodeExists,
     InitialStateError,
     UnknownDomain,
@@ -148,3 +149,13 @@ def test_bad_initial_state_is_reported(tmp_path: Path) -> None:
     store = EpisodeStore(load_domains(["mock"], folder))
     with pytest.raises(InitialStateError, match="no_such"):
         store.create("mock", tasks[0]["id"])
+
+
+def test_policy_texts_and_solo_support(store: EpisodeStore) -> None:
+    domain = store.domain("mock")
+    assert "Task desk" in domain.policy() and "ticket mode" in domain.policy(solo=True)
+    from servers.engine.domain import Domain, DomainSpec
+
+    no_solo = Domain(DomainSpec(**{**domain.spec.__dict__, "solo_policy_files": ()}), domain.data_dir)
+    with pytest.raises(EngineError, match="does not support solo mode"):
+        no_solo.policy(solo=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from servers.engine import data as datafiles
 from servers.engine.cow import BaseState
-from servers.engine.errors import DataError, UnknownTask
+from servers.engine.errors import DataError, EngineError, UnknownTask
 from servers.engine.tasks import Task
 from servers.engine.toolkit import Toolkit
 
@@ -128,7 +128,13 @@ class Domain:
         return [t for t in self.splits[split] if t in known]
 
     # --- texts ------------------------------------------------------------------------------
+    @property
+    def supports_solo(self) -> bool:
+        return bool(self.spec.solo_policy_files)
+
     def policy(self, solo: bool = False) -> str:
+        if solo and not self.supports_solo:
+            raise EngineError(f"domain '{self.name}' does not support solo mode")
         files = self.spec.solo_policy_files if solo else self.spec.policy_files
         return self._join_texts(files)
 
