@@ -34,6 +34,11 @@ class DomainSpec:
     solo_policy_files: tuple[str, ...] = ("policy_solo.md",)
     # Called after every tool call and environment function (the reference's tool sync).
     sync: Callable[[Episode], None] | None = None
+    # Builds the policy from the texts of the policy files, in order; default: newline-joined.
+    policy_layout: Callable[[list[str]], str] | None = None
+    # Rewrites an episode's snapshot ({"agent_db", "user_db"}) before hashing, for values the
+    # hash must not depend on (e.g. randomly minted ids); must not mutate its input.
+    hash_view: Callable[[Episode, dict[str, Any]], dict[str, Any]] | None = None
     # Splits a domain must offer (checked when the data is loaded).
     splits: tuple[str, ...] = ("base",)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -139,7 +144,9 @@ class Domain:
         return self._join_texts(files)
 
     def _join_texts(self, files: tuple[str, ...]) -> str:
-        return "\n".join(datafiles.read_text(self.folder / f) for f in files)
+        texts = [datafiles.read_text(self.folder / f) for f in files]
+        layout = self.spec.policy_layout
+        return layout(texts) if layout is not None else "\n".join(texts)
 
     def warm(self) -> None:
         """Load and cache everything now (a server does this before taking traffic)."""

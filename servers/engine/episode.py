@@ -10,6 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from servers.engine.canonical import canonical_hash
 from servers.engine.cow import CowDB
 from servers.engine.domain import Domain
 from servers.engine.errors import EpisodeExists, InitialStateError, UnknownDomain, UnknownEpisode
@@ -165,6 +166,10 @@ class Episode:
         }
 
     def hashes(self) -> dict[str, str | None]:
+        view = self.domain.spec.hash_view
+        if view is not None:
+            snap = view(self, self.snapshot())
+            return {side: None if db is None else canonical_hash(db) for side, db in snap.items()}
         return {
             "agent_db": self.agent_db.canonical_hash(),
             "user_db": self.user_db.canonical_hash() if self.user_db is not None else None,
