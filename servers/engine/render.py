@@ -8,10 +8,16 @@ their python-mode dump, numbers and booleans as their `str()` (so `True` becomes
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel
+
+# Like the reference, some failing calls leave wrongly typed values in a record; dumping such a
+# record makes pydantic warn on every render. The value is rendered all the same, so the warning
+# is only noise in server logs.
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
 
 
 def _prepare(value: Any) -> Any:
