@@ -1,0 +1,379 @@
+"""The `tau-server` HTTP application: episode routes, MCP endpoints, the Eval Protocol path.
+
+One process serves several domains. Each (domain, side) has one FastMCP app that serves every
+episode; a small gateway in front of it puts the episode named in the URL path into the request
+scope, where the tools find it. Starlette's `Mount` does not run a sub-app's lifespan, so the
+app's own lifespan starts every MCP session manager.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from servers.auth import (
+    DEFAULT_MAX_BODY,
+    BearerTokenGuard,
+    BodySizeLimit,
+    BodyTooLarge,
+    send_json_error,
+)
+from servers.domains.registry import load_domains
+from servers.engine.domain import Domain
+from servers.engine.episode import Episode, EpisodeStore, Side
+from servers.engine.errors import EngineError, UnknownEpisode
+from servers.engine.tasks import EnvAssertion
+from servers.ep import EvalProtocolBridge
+from servers.mcp_tools import build_mcp_server
+
+log = logging.getLogger("tau.server")
+
+DEFAULT_EPISODE = "default"
+SIDES: tuple[Side, ...] = ("agent", "user")
+_EPISODE_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
+
+
+class BadRequest(EngineError):
+    status = 400
+
+
+@dataclass
+class ServerSettings:
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    capacity: int = 20_000
+    wrap_ep_results: bool | None = None  # None: $TAU_EP_WRAP_RESULTS, default on
+    warm: bool = True  # load every domain's data before taking traffic
+
+
+def episode_from_scope() -> Episode:
+    """The episode the gateway put in the current HTTP request's scope."""
+    from fastmcp.server.dependencies import get_http_request
+
+    episode = get_http_request().scope.get("tau.episode")
+    if episode is None:
+        raise UnknownEpisode("this MCP endpoint's episode no longer exists")
+    return episode
+
+
+class TauServer:
+    """Everything one server process holds: domains, episodes and the MCP apps."""
+
+    def __init__(self, domains: dict[str, Domain], settings: ServerSettings | None = None) -> None:
+        self.domains = domains
+        self.settings = settings or ServerSettings()
+        self.store = EpisodeStore(domains, capacity=self.settings.capacity)
+        self.mcp_apps: dict[tuple[str, str], Starlette] = {}
+        ep_apps: dict[str, ASGIApp] = {}
+        for name, domain in domains.items():
+            for side in SIDES:
+                server = build_mcp_server(domain, side, episode_from_scope)
+                self.mcp_apps[(name, side)] = server.http_app(path="/mcp", json_response=True)
+            ep_server = build_mcp_server(
+                domain,
+                "agent",
+                episode_from_scope,
+                style="json_object",
+                wrap_ep_results=self.settings.wrap_ep_results,
+                name=f"tau2-{name}-eval-protocol",
+            )
+            ep_apps[name] = ep_server.http_app(path="/mcp", json_response=True)
+        self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
+
+    def default_episode(self, domain: str) -> Episode:
+        """The domain's shared episode for manual use, created from the domain DB on demand."""
+        episode = self.store.find(domain, DEFAULT_EPISODE)
+        if episode is None:
+            episode = self.store.create(domain, None, DEFAULT_EPISODE, replace=True)
+        return episode
+
+    def all_mcp_apps(self) -> list[Starlette]:
+        return [*self.mcp_apps.values(), *self.ep.mcp_apps.values()]  # type: ignore[list-item]
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette):
+        if self.settings.warm:
+            for domain in self.domains.values():
+                domain.warm()
+        async with AsyncExitStack() as stack:
+            for sub in self.all_mcp_apps():
+                await stack.enter_async_context(sub.router.lifespan_context(sub))
+            log.info("serving domains: %s", ", ".join(self.domains) or "none")
+            yield
+
+    # --- MCP gateways -----------------------------------------------------------------------
+    async def episode_gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = scope["path_params"]
+        await self._to_mcp(
+            scope, receive, send, params["domain"], params["side"], params["episode_id"]
+        )
+
+    async def default_gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = scope["path_params"]
+        await self._to_mcp(scope, receive, send, params["domain"], params["side"], None)
+
+    async def _to_mcp(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        domain: str,
+        side: str,
+        episode_id: str | None,
+    ) -> None:
+        app = self.mcp_apps.get((domain, side))
+        if app is None:
+            reason = (
+                f"unknown domain '{domain}'"
+                if domain not in self.domains
+                else f"unknown side '{side}' (agent or user)"
+            )
+            await send_json_error(send, 404, reason)
+            return
+        if episode_id is None:
+            episode: Episode | None = self.default_episode(domain)
+        else:
+            episode = self.store.find(domain, episode_id)
+            if episode is None and scope["method"] != "DELETE":
+                await send_json_error(
+                    send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
+                )
+                return
+        await app({**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}, receive, send)
+
+    # --- HTTP routes ------------------------------------------------------------------------
+    async def health(self, request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "domains": list(self.domains)})
+
+    async def tasks(self, request: Request) -> JSONResponse:
+        domain = self.store.domain(request.path_params["domain"])
+        split = request.query_params.get("split", "base")
+        return JSONResponse({"tasks": [{"id": task_id} for task_id in domain.task_ids(split)]})
+
+    async def create_episode(self, request: Request) -> JSONResponse:
+        domain = request.path_params["domain"]
+        self.store.domain(domain)
+        body = await _json_body(request)
+        task_id = _optional_str(body, "task_id")
+        episode_id = _optional_str(body, "episode_id")
+        if episode_id is not None and not _EPISODE_ID.match(episode_id):
+            raise BadRequest("episode_id must be 1-128 letters, digits or ._~-")
+        episode = self.store.create(domain, task_id, episode_id)
+        base = f"/{domain}/episodes/{episode.id}"
+        return JSONResponse(
+            {
+                "episode_id": episode.id,
+                "agent_mcp": f"{base}/agent/mcp",
+                "user_mcp": f"{base}/user/mcp",
+            },
+            status_code=201,
+        )
+
+    def _episode(self, request: Request) -> Episode:
+        return self.store.get(request.path_params["domain"], request.path_params["episode_id"])
+
+    async def state(self, request: Request) -> Response:
+        episode = self._episode(request)
+        body = await anyio.to_thread.run_sync(_locked_json, episode, episode.snapshot)
+        return Response(body, media_type="application/json")
+
+    async def hashes(self, request: Request) -> Response:
+        episode = self._episode(request)
+        body = await anyio.to_thread.run_sync(_locked_json, episode, episode.hashes)
+        return Response(body, media_type="application/json")
+
+    async def delete_episode(self, request: Request) -> Response:
+        self.store.delete(request.path_params["domain"], request.path_params["episode_id"])
+        return Response(status_code=204)
+
+    async def assertions(self, request: Request) -> JSONResponse:
+        episode = self._episode(request)
+        items = _list_field(await _json_body(request), "assertions")
+        results = []
+        with episode.lock:
+            for item in items:
+                try:
+                    assertion = EnvAssertion.model_validate(item)
+                    results.append({"met": episode.check_assertion(assertion), "error": None})
+                except ValidationError as exc:
+                    results.append(
+                        {"met": None, "error": f"malformed assertion: {exc.errors()[0]['msg']}"}
+                    )
+                except Exception as exc:  # noqa: BLE001 - the reference counts a failing check as unmet
+                    results.append({"met": None, "error": f"{type(exc).__name__}: {exc}"})
+        return JSONResponse({"results": results})
+
+    async def replay(self, request: Request) -> JSONResponse:
+        episode = self._episode(request)
+        body = await _json_body(request)
+        calls = _list_field(body, "calls")
+        only_mutating = bool(body.get("only_mutating", False))
+        parsed = [_parse_call(index, call) for index, call in enumerate(calls)]
+        outputs: list[dict[str, Any] | None] = []
+        with episode.lock:
+            for requestor, name, arguments in parsed:
+                if only_mutating:
+                    outcome = episode.replay_call(requestor, name, arguments)
+                else:
+                    side: Side = "user" if requestor == "user" else "agent"
+                    outcome = episode.call(side, name, arguments)
+                outputs.append(
+                    None if outcome is None else {"output": outcome.text, "error": outcome.error}
+                )
+        return JSONResponse({"outputs": outputs})
+
+    # --- assembly ---------------------------------------------------------------------------
+    def routes(self) -> list[Route]:
+        ep = self.ep
+        routes = [
+            Route("/health", self.health, methods=["GET"]),
+            Route("/{domain}/tasks", self.tasks, methods=["GET"]),
+            Route("/{domain}/episodes", self.create_episode, methods=["POST"]),
+            Route("/{domain}/episodes/{episode_id}", self.delete_episode, methods=["DELETE"]),
+            Route("/{domain}/episodes/{episode_id}/state", self.state, methods=["GET"]),
+            Route("/{domain}/episodes/{episode_id}/hash", self.hashes, methods=["GET"]),
+            Route("/{domain}/episodes/{episode_id}/assertions", self.assertions, methods=["POST"]),
+            Route("/{domain}/episodes/{episode_id}/replay", self.replay, methods=["POST"]),
+            Route("/{domain}/control/initial_state", ep.initial_state, methods=["GET"]),
+            Route("/{domain}/control/reward", ep.reward, methods=["GET"]),
+            Route("/{domain}/control/status", ep.status, methods=["GET"]),
+            Route("/{domain}/control/reset_session", ep.reset_session, methods=["POST"]),
+        ]
+        # MCP endpoints answer with and without a trailing slash (clients differ; EP adds one).
+        for suffix in ("", "/"):
+            routes += [
+                Route(
+                    "/{domain}/episodes/{episode_id}/{side}/mcp" + suffix,
+                    _Asgi(self.episode_gateway),
+                ),
+                Route("/{domain}/{side}/mcp" + suffix, _Asgi(self.default_gateway)),
+                Route("/{domain}/mcp" + suffix, _Asgi(ep.gateway)),
+            ]
+        return routes
+
+    def build(self) -> Starlette:
+        middleware = [Middleware(BodySizeLimit, max_bytes=self.settings.max_body_bytes)]
+        if self.settings.token:
+            middleware.insert(0, Middleware(BearerTokenGuard, token=self.settings.token))
+        app = Starlette(
+            routes=self.routes(),
+            middleware=middleware,
+            lifespan=self.lifespan,
+            exception_handlers={
+                EngineError: _engine_error,
+                HTTPException: _http_error,
+                BodyTooLarge: _too_large,
+                Exception: _internal_error,
+            },
+        )
+        app.state.tau = self
+        return app
+
+
+class _Asgi:
+    """Marks a bound coroutine as a raw ASGI endpoint (Starlette treats methods as handlers)."""
+
+    def __init__(self, handler) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(scope, receive, send)
+
+
+def create_app(
+    domains: dict[str, Domain] | None = None,
+    *,
+    domain_names: list[str] | None = None,
+    data_dir: str | Path | None = None,
+    settings: ServerSettings | None = None,
+) -> Starlette:
+    """The server app for the given domains (default: every domain found in the data folder)."""
+    if domains is None:
+        domains = load_domains(domain_names, data_dir)
+    return TauServer(domains, settings).build()
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def _locked_json(episode: Episode, produce) -> bytes:
+    with episode.lock:
+        value = produce()
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("request body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise BadRequest("request body must be a JSON object")
+    return value
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"'{key}' must be a string or null")
+    return value
+
+
+def _list_field(body: dict[str, Any], key: str) -> list:
+    value = body.get(key)
+    if not isinstance(value, list):
+        raise BadRequest(f"'{key}' must be a list")
+    return value
+
+
+def _parse_call(index: int, call: Any) -> tuple[str, str, dict[str, Any]]:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        raise BadRequest(f"call #{index} must be an object with a string 'name'")
+    requestor = call.get("requestor", "assistant")
+    if requestor not in ("assistant", "user"):
+        raise BadRequest(f"call #{index}: requestor must be 'assistant' or 'user'")
+    arguments = call.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise BadRequest(f"call #{index}: arguments must be an object")
+    return requestor, call["name"], arguments
+
+
+async def _engine_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, EngineError)
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    messages = {
+        404: f"no route for {request.url.path}",
+        405: f"method {request.method} not allowed here",
+    }
+    return JSONResponse(
+        {"error": messages.get(exc.status_code, str(exc.detail))}, status_code=exc.status_code
+    )
+
+
+async def _too_large(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": "request body too large"}, status_code=413)
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return JSONResponse({"error": f"internal server error ({type(exc).__name__})"}, status_code=500)

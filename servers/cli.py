@@ -1,0 +1,221 @@
+"""`tau-server`: serve the domains over HTTP, run one episode over stdio, or print client config."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servers.auth import DEFAULT_MAX_BODY, TOKEN_ENV, token_from_env
+from servers.engine.data import ENV_VAR as DATA_ENV
+from servers.engine.data import resolve_data_dir
+from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
+
+app = typer.Typer(
+    help="tau2 customer-service domains as MCP servers.", no_args_is_help=True, add_completion=False
+)
+config_app = typer.Typer(help="Print configuration snippets for MCP clients.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+log = logging.getLogger("tau.server")
+
+DomainsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--domains",
+        help="Comma-separated domains to serve (default: every domain in the data folder).",
+    ),
+]
+DataDirOpt = Annotated[
+    str | None,
+    typer.Option("--data-dir", help=f"Data folder in the reference layout (default: ${DATA_ENV})."),
+]
+SideOpt = Annotated[str, typer.Option("--side", help="Which tools to expose: agent or user.")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _check_side(side: str) -> str:
+    if side not in ("agent", "user"):
+        _fail(f"--side must be 'agent' or 'user', not '{side}'")
+    return side
+
+
+def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain]:
+    """The domains to serve. Named domains must all load; by default every domain folder found
+    is served, and one whose code fails to load is skipped with a warning."""
+    from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        return load_domains(wanted, data_dir)
+    folder = resolve_data_dir(data_dir)
+    domains: dict[str, Domain] = {}
+    for name in DOMAIN_NAMES:
+        if not (folder / "tau2" / "domains" / name).is_dir():
+            continue
+        try:
+            domains[name] = Domain(domain_spec(name), folder)
+        except Exception as exc:  # noqa: BLE001 - one broken domain must not stop the others
+            log.warning("skipping domain %s: %s: %s", name, type(exc).__name__, exc)
+    if not domains:
+        raise EngineError(f"no domain found in {folder / 'tau2' / 'domains'}")
+    return domains
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Interface to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    domains: DomainsOpt = None,
+    data_dir: DataDirOpt = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV})."
+        ),
+    ] = None,
+    max_body: Annotated[
+        int, typer.Option(help="Largest accepted request body, in bytes.")
+    ] = DEFAULT_MAX_BODY,
+    capacity: Annotated[
+        int, typer.Option(help="Episodes kept in memory before the oldest are evicted.")
+    ] = 20_000,
+    log_level: Annotated[str, typer.Option(help="Log level for the server.")] = "warning",
+) -> None:
+    """Serve the domains' episodes and MCP endpoints over HTTP."""
+    import uvicorn
+
+    from servers.app import ServerSettings, TauServer
+
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        loaded = serving_domains(domains, data_dir)
+        settings = ServerSettings(
+            token=token_from_env(token), max_body_bytes=max_body, capacity=capacity
+        )
+        asgi = TauServer(loaded, settings).build()
+    except EngineError as exc:
+        _fail(str(exc))
+        return
+    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
+        log.warning(
+            "binding %s without a token: anyone who can reach this port can use the server", host
+        )
+    typer.echo(f"tau-server: {', '.join(loaded)} on http://{host}:{port}", err=True)
+    uvicorn.run(
+        asgi, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False
+    )
+
+
+@app.command()
+def stdio(
+    domain: Annotated[str, typer.Option("--domain", help="Domain to serve.")],
+    side: SideOpt = "agent",
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="Start from this task's initial state.")
+    ] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Serve one episode over stdio (stdout carries only JSON-RPC)."""
+    from servers.stdio import run_stdio
+
+    _check_side(side)
+    try:
+        run_stdio(domain, side, task_id, data_dir)  # type: ignore[arg-type]
+    except EngineError as exc:
+        _fail(str(exc))
+
+
+def _mcp_url(http: str, domain: str, side: str) -> str:
+    url = http.rstrip("/")
+    return url if url.endswith("/mcp") else f"{url}/{domain}/{side}/mcp"
+
+
+def claude_config(
+    domain: str,
+    side: str = "agent",
+    http: str | None = None,
+    task_id: str | None = None,
+    data_dir: str | None = None,
+    token: str | None = None,
+) -> tuple[str, dict, list[str]]:
+    """(server name, mcpServers entry, `claude mcp add` argv) for one domain side."""
+    name = f"tau2-{domain}-{side}"
+    if http:
+        url = _mcp_url(http, domain, side)
+        entry: dict = {"type": "http", "url": url}
+        command = ["claude", "mcp", "add", "--transport", "http", name, url]
+        if token:
+            entry["headers"] = {"Authorization": f"Bearer {token}"}
+            command[5:5] = ["--header", f"Authorization: Bearer {token}"]
+        return name, entry, command
+    args = ["stdio", "--domain", domain, "--side", side]
+    if task_id:
+        args += ["--task-id", task_id]
+    folder = data_dir or os.environ.get(DATA_ENV)
+    if folder:
+        args += ["--data-dir", str(Path(folder).expanduser().resolve())]
+    # Desktop apps do not inherit the shell's PATH: name the executable by its full path.
+    executable = shutil.which("tau-server") or "tau-server"
+    return (
+        name,
+        {"command": executable, "args": args},
+        ["claude", "mcp", "add", name, "--", executable, *args],
+    )
+
+
+@config_app.command("claude")
+def config_claude(
+    domain: Annotated[str, typer.Option("--domain", help="Domain to expose.")],
+    side: SideOpt = "agent",
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="Use a running server: its root URL (http://127.0.0.1:8000) or a full MCP URL.",
+        ),
+    ] = None,
+    stdio_: Annotated[
+        bool, typer.Option("--stdio", help="Launch a stdio server per client (the default).")
+    ] = False,
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="stdio only: start from this task.")
+    ] = None,
+    data_dir: DataDirOpt = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token of the HTTP server (or $TAU_SERVER_TOKEN).")
+    ] = None,
+    json_only: Annotated[
+        bool, typer.Option("--json-only", help="Print only the JSON snippet.")
+    ] = False,
+) -> None:
+    """Print the `mcpServers` entry for Claude Desktop / Claude Code, and the `claude mcp add` line."""
+    _check_side(side)
+    if http and stdio_:
+        _fail("choose either --http URL or --stdio")
+    name, entry, command = claude_config(
+        domain, side, http, task_id, data_dir, token_from_env(token) if http else None
+    )
+    typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
+    if not json_only:
+        typer.echo("\n# Claude Code:\n" + shlex.join(command))
+
+
+def main() -> None:  # pragma: no cover - console entry alias
+    app()

@@ -1,0 +1,324 @@
+"""Eval Protocol compatibility: `/{domain}/mcp` plus `/{domain}/control/*`.
+
+Eval Protocol's client opens one MCP session per dataset row with the legacy `initialize`
+handshake and puts its own session id, the row's config and a seed in
+`clientInfo._extra`. The MCP server drops unknown clientInfo fields, so a small gateway reads
+them from the raw `initialize` body and remembers which EP session the transport session id
+(assigned in the response's `Mcp-Session-Id`) belongs to. The EP session id is the episode id.
+Control routes carry the EP session id in the `mcp-session-id` header.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from servers.auth import send_json_error
+from servers.engine.episode import Episode, EpisodeStore
+from servers.engine.errors import EngineError, NotFound, UnknownEpisode
+
+SESSION_HEADER = "mcp-session-id"
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
+_MAX_TRANSPORTS = 100_000
+
+
+class EpError(EngineError):
+    """A malformed Eval Protocol request (missing header, bad session config)."""
+
+
+@dataclass
+class EpSession:
+    domain: str
+    session_id: str
+    task_id: str | None
+    ended: bool = False
+    reported_reward: float = 0.0
+
+
+def initialize_extra(body: bytes) -> dict[str, Any] | None:
+    """`clientInfo._extra` of a JSON-RPC `initialize` request ({} when it has none); None when
+    the body is not an initialize request."""
+    try:
+        message = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if isinstance(message, list):
+        message = next(
+            (m for m in message if isinstance(m, dict) and m.get("method") == "initialize"), None
+        )
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    params = message.get("params")
+    client = params.get("clientInfo") if isinstance(params, dict) else None
+    extra = client.get("_extra") if isinstance(client, dict) else None
+    return extra if isinstance(extra, dict) else {}
+
+
+class GoldRewards:
+    """The task's gold final state (its evaluation actions replayed on a fresh episode), hashed
+    once per task: a database reward is then one hash comparison."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], dict[str, str | None] | None] = {}
+
+    def hashes(self, episode: Episode) -> dict[str, str | None] | None:
+        task = episode.task
+        if task is None:
+            return None
+        key = (episode.domain.name, task.id)
+        if key not in self._cache:
+            self._cache[key] = self._compute(episode)
+        return self._cache[key]
+
+    @staticmethod
+    def _compute(episode: Episode) -> dict[str, str | None] | None:
+        task = episode.task
+        criteria = task.evaluation_criteria if task is not None else None
+        if task is None or criteria is None or criteria.actions is None:
+            return None
+        gold = Episode(episode.domain, f"gold-{task.id}", task)
+        for action in criteria.actions:
+            side = "user" if action.requestor == "user" else "agent"
+            gold.call(side, action.name, action.arguments)
+        return gold.hashes()
+
+    def reward(self, episode: Episode) -> float | None:
+        """1.0 when the episode's databases equal the gold state, 0.0 when not, None without a
+        gold state (no task, or a task without evaluation actions)."""
+        gold = self.hashes(episode)
+        if gold is None:
+            return None
+        with episode.lock:
+            got = episode.hashes()
+        same = all(
+            gold[side] is None or got[side] == gold[side] for side in ("agent_db", "user_db")
+        )
+        return 1.0 if same else 0.0
+
+
+class EvalProtocolBridge:
+    """Tracks EP sessions and serves the EP gateway and control routes for every domain."""
+
+    def __init__(
+        self,
+        store: EpisodeStore,
+        mcp_apps: dict[str, ASGIApp],
+        default_episode: Callable[[str], Episode],
+    ) -> None:
+        self.store = store
+        self.mcp_apps = mcp_apps
+        self.default_episode = default_episode
+        self.sessions: dict[tuple[str, str], EpSession] = {}
+        self.transports: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self.gold = GoldRewards()
+
+    # --- sessions ---------------------------------------------------------------------------
+    def open_session(self, domain: str, extra: dict[str, Any]) -> Episode:
+        """Start (or resume) the episode of an EP session from its initialize `_extra`."""
+        session_id = extra.get("session_id")
+        if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+            raise EpError("clientInfo._extra.session_id must be 1-128 letters, digits or ._~-")
+        config = extra.get("config") or {}
+        if not isinstance(config, dict):
+            raise EpError("clientInfo._extra.config must be an object")
+        wanted_domain = config.get("domain")
+        if wanted_domain not in (None, domain):
+            raise EpError(
+                f"session config names domain '{wanted_domain}' but this endpoint serves '{domain}'"
+            )
+        task_id = config.get("task_id")
+        if task_id is not None and not isinstance(task_id, str):
+            task_id = str(task_id)
+        key = (domain, session_id)
+        session = self.sessions.get(key)
+        episode = self.store.find(domain, session_id)
+        if session is None or session.ended or session.task_id != task_id or episode is None:
+            episode = self.store.create(domain, task_id, session_id, replace=True)
+            self.sessions[key] = EpSession(domain, session_id, task_id)
+        return episode
+
+    def session_episode(self, domain: str, session_id: str) -> Episode:
+        """The live episode of an EP session; an ended session starts a fresh one."""
+        session = self.sessions.get((domain, session_id))
+        if session is None:
+            raise UnknownEpisode(
+                f"unknown Eval Protocol session '{session_id}' in domain '{domain}'"
+            )
+        episode = self.store.find(domain, session_id)
+        if session.ended or episode is None:
+            episode = self.store.create(domain, session.task_id, session_id, replace=True)
+            session.ended = False
+            session.reported_reward = 0.0
+        return episode
+
+    def _remember_transport(self, transport_id: str, domain: str, session_id: str) -> None:
+        self.transports[transport_id] = (domain, session_id)
+        while len(self.transports) > _MAX_TRANSPORTS:
+            self.transports.popitem(last=False)
+
+    # --- the MCP gateway --------------------------------------------------------------------
+    async def gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
+        domain = scope["path_params"]["domain"]
+        app = self.mcp_apps.get(domain)
+        if app is None:
+            await send_json_error(send, 404, f"unknown domain '{domain}'")
+            return
+        transport_id = _header(scope, SESSION_HEADER)
+        opened_session: str | None = None
+        episode: Episode | None = None
+        try:
+            if scope["method"] == "POST":
+                body = await _read_body(receive)
+                receive = _replay(body, receive)
+                extra = initialize_extra(body)
+                if extra is not None and extra.get("session_id") is not None:
+                    episode = self.open_session(domain, extra)
+                    opened_session = episode.id
+            if episode is None:
+                episode = self._episode_for_transport(
+                    domain, transport_id, scope["method"] == "POST"
+                )
+        except EngineError as exc:
+            await send_json_error(send, exc.status, str(exc))
+            return
+
+        if opened_session is not None:
+            inner_send = send
+
+            async def send(message: Message) -> None:  # noqa: F811 - wraps the original
+                if message["type"] == "http.response.start":
+                    for name, value in message.get("headers", []):
+                        if name.lower() == SESSION_HEADER.encode():
+                            self._remember_transport(value.decode(), domain, opened_session)
+                await inner_send(message)
+
+        if scope["method"] == "DELETE" and transport_id:
+            self.transports.pop(transport_id, None)
+        scope = {**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}
+        await app(scope, receive, send)
+
+    def _episode_for_transport(
+        self, domain: str, transport_id: str | None, use: bool
+    ) -> Episode | None:
+        """The episode a transport session acts on. Only a POST (`use`) may restart an ended
+        session: closing the transport (DELETE) must leave the final state readable."""
+        session_id = None
+        if transport_id:
+            owner = self.transports.get(transport_id)
+            if owner is not None and owner[0] == domain:
+                session_id = owner[1]
+            elif (domain, transport_id) in self.sessions:  # a client sending EP's own id
+                session_id = transport_id
+        if session_id is None:
+            return self.default_episode(domain) if use else None
+        if use:
+            return self.session_episode(domain, session_id)
+        return self.store.find(domain, session_id)
+
+    # --- control routes ---------------------------------------------------------------------
+    def _control_session(self, request: Request) -> tuple[EpSession, Episode | None]:
+        domain = request.path_params["domain"]
+        if domain not in self.mcp_apps:
+            raise NotFound(f"unknown domain '{domain}'")
+        session_id = request.headers.get(SESSION_HEADER)
+        if not session_id:
+            raise EpError("missing mcp-session-id header (the Eval Protocol session id)")
+        session = self.sessions.get((domain, session_id))
+        if session is None:
+            raise UnknownEpisode(
+                f"unknown Eval Protocol session '{session_id}' in domain '{domain}'"
+            )
+        return session, self.store.find(domain, session_id)
+
+    async def initial_state(self, request: Request) -> JSONResponse:
+        session, episode = self._control_session(request)
+        task = episode.task if episode is not None else None
+        return JSONResponse(
+            {
+                "observation": (task.ticket if task is not None and task.ticket else "") or "",
+                "session_id": session.session_id,
+                "episode_id": session.session_id,
+                "domain": session.domain,
+                "task_id": session.task_id,
+                "state_url": f"/{session.domain}/episodes/{session.session_id}/state",
+            }
+        )
+
+    async def reward(self, request: Request) -> JSONResponse:
+        session, episode = self._control_session(request)
+        db_reward = self.gold.reward(episode) if episode is not None else None
+        current = db_reward or 0.0
+        step = current - session.reported_reward
+        session.reported_reward = current
+        return JSONResponse(
+            {
+                "reward": step,
+                "db_reward": db_reward,
+                "step_count": episode.calls if episode is not None else 0,
+            }
+        )
+
+    async def status(self, request: Request) -> JSONResponse:
+        session, episode = self._control_session(request)
+        return JSONResponse(
+            {
+                "terminated": session.ended,
+                "truncated": False,
+                "ended": session.ended,
+                "step_count": episode.calls if episode is not None else 0,
+                "episode_id": session.session_id,
+                "task_id": session.task_id,
+            }
+        )
+
+    async def reset_session(self, request: Request) -> JSONResponse:
+        session, _ = self._control_session(request)
+        session.ended = True
+        return JSONResponse(
+            {
+                "message": "session ended; its final state stays readable until the session is used again",
+                "state_url": f"/{session.domain}/episodes/{session.session_id}/state",
+            }
+        )
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    wanted = name.encode()
+    for key, value in scope["headers"]:
+        if key == wanted:
+            return value.decode("latin-1")
+    return None
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that hands the already-read body over once, then defers."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

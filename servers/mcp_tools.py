@@ -1,0 +1,204 @@
+"""FastMCP servers whose tools are one domain side's engine tools, acting on an episode.
+
+One server serves one (domain, side) pair for every episode: which episode a call acts on is
+decided per request by a resolver (over HTTP, the episode named in the URL path; over stdio,
+the process's only episode). Tool results carry exactly the engine's text, or, on the Eval
+Protocol path, that text reshaped into a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import NotFoundError
+from fastmcp.resources import TextResource
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.tools.base import Tool, ToolResult
+from mcp_types import TextContent, ToolAnnotations
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from servers.engine import data as datafiles
+from servers.engine.domain import Domain
+from servers.engine.episode import Episode, Side, ToolOutcome
+from servers.engine.errors import EngineError
+from servers.engine.toolkit import ToolSpec
+
+log = logging.getLogger("tau.server")
+
+# Finds the episode a call acts on; raises EngineError (e.g. UnknownEpisode) when there is none.
+EpisodeResolver = Callable[[], Episode]
+ResultStyle = Literal["reference", "json_object"]
+
+# Eval Protocol path: wrap array/scalar/plain-text results as {"result": ...} (on by default).
+EP_WRAP_ENV = "TAU_EP_WRAP_RESULTS"
+
+
+def ep_wrap_default() -> bool:
+    return os.environ.get(EP_WRAP_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _text_result(text: str, error: bool) -> ToolResult:
+    return ToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+def reference_result(outcome: ToolOutcome) -> ToolResult:
+    """The engine's text unchanged; `isError` when the engine reports a failure."""
+    return _text_result(outcome.text, outcome.error)
+
+
+def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
+    """The Eval Protocol shape: the first text block is always a JSON object when `wrap`
+    (failures become {"error": message}); without `wrap` only failures are reshaped."""
+    if outcome.error:
+        message = outcome.text.removeprefix("Error: ")
+        return _text_result(json.dumps({"error": message}), True)
+    if not wrap:
+        return _text_result(outcome.text, False)
+    try:
+        value = json.loads(outcome.text)
+    except (json.JSONDecodeError, TypeError):
+        value = outcome.text
+    if isinstance(value, dict):
+        return _text_result(outcome.text, False)
+    return _text_result(json.dumps({"result": value}), False)
+
+
+def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
+    """Hints for clients: reads are safe to repeat; writes change the episode's databases."""
+    return ToolAnnotations(
+        read_only_hint=spec.read_only,
+        destructive_hint=False if spec.read_only else spec.mutates,
+        idempotent_hint=spec.read_only,
+        open_world_hint=False,
+    )
+
+
+class EpisodeTool(Tool):
+    """One engine tool. Arguments reach the engine exactly as the client sent them, so bad
+    arguments fail with the same text as in the reference."""
+
+    side: SkipJsonSchema[str] = Field(exclude=True)
+    resolve: SkipJsonSchema[Any] = Field(exclude=True)
+    shape: SkipJsonSchema[Any] = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            episode = self.resolve()
+            with episode.lock:
+                outcome = episode.call(self.side, self.name, arguments)
+        except EngineError as exc:
+            outcome = ToolOutcome(f"Error: {exc}", True)
+        except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
+            log.exception("tool %s failed outside the engine", self.name)
+            outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+        return self.shape(outcome)
+
+
+class UnknownToolsToEngine(Middleware):
+    """A call to a tool this side does not have gets the engine's own answer (the reference's
+    "Error: Tool 'x' not found."), not FastMCP's wording."""
+
+    def __init__(
+        self, side: Side, resolve: EpisodeResolver, shape: Callable[[ToolOutcome], ToolResult]
+    ) -> None:
+        self.side, self.resolve, self.shape = side, resolve, shape
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next) -> ToolResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            try:
+                episode = self.resolve()
+            except EngineError as exc:
+                return self.shape(ToolOutcome(f"Error: {exc}", True))
+            message = context.message
+            with episode.lock:
+                return self.shape(episode.call(self.side, message.name, message.arguments or {}))
+
+
+def _side_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
+    toolkit = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
+    return dict(toolkit.specs) if toolkit is not None else {}
+
+
+def _instructions(domain: Domain, side: Side) -> str:
+    if side == "agent":
+        return (
+            f"Customer-service agent tools of the tau2 '{domain.name}' domain. Follow the policy "
+            f"in the resource tau2://{domain.name}/policy."
+        )
+    return (
+        f"Tools of the simulated customer in the tau2 '{domain.name}' domain. Guidelines for "
+        f"playing the customer are in the resource tau2://{domain.name}/user-guidelines."
+    )
+
+
+def build_mcp_server(
+    domain: Domain,
+    side: Side,
+    resolve: EpisodeResolver,
+    *,
+    style: ResultStyle = "reference",
+    wrap_ep_results: bool | None = None,
+    name: str | None = None,
+) -> FastMCP:
+    """A FastMCP server listing exactly the tools of one side of a domain."""
+    wrap = ep_wrap_default() if wrap_ep_results is None else wrap_ep_results
+    if style == "json_object":
+
+        def shape(outcome: ToolOutcome) -> ToolResult:
+            return json_object_result(outcome, wrap)
+    else:
+        shape = reference_result
+
+    server = FastMCP(
+        name or f"tau2-{domain.name}-{side}",
+        instructions=_instructions(domain, side),
+        dereference_schemas=False,
+        mask_error_details=False,
+        middleware=[UnknownToolsToEngine(side, resolve, shape)],
+    )
+    for spec in _side_specs(domain, side).values():
+        server.add_tool(
+            EpisodeTool(
+                name=spec.name,
+                description=spec.description,
+                parameters=spec.input_schema,
+                annotations=tool_annotations(spec),
+                side=side,
+                resolve=resolve,
+                shape=shape,
+            )
+        )
+    _add_texts(server, domain, side)
+    # The modern transport checks `Mcp-Param-*` headers against the called tool's schema; give
+    # it the schemas directly instead of letting it run a full tools/list on every call.
+    schemas = {spec.name: spec.input_schema for spec in _side_specs(domain, side).values()}
+    server._mcp_server.get_tool_input_schema = schemas.get
+    return server
+
+
+def _add_texts(server: FastMCP, domain: Domain, side: Side) -> None:
+    """The agent side reads the domain policy; the user side the user-simulator guidelines."""
+    try:
+        if side == "agent":
+            text = domain.policy()
+            uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
+        else:
+            with_tools = domain.spec.user_tools is not None
+            text = datafiles.user_guidelines(domain.data_dir, with_tools)
+            uri, title = f"tau2://{domain.name}/user-guidelines", "user simulator guidelines"
+    except EngineError as exc:
+        log.warning("no text resource for %s/%s: %s", domain.name, side, exc)
+        return
+    server.add_resource(
+        TextResource(
+            uri=uri, name=uri.rsplit("/", 1)[-1], title=title, text=text, mime_type="text/markdown"
+        )
+    )

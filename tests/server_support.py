@@ -1,0 +1,121 @@
+"""Shared helpers for the server tests: the app in-process, or a real server in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import httpx
+import httpx2
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.utilities.asgi_transport import StreamingASGITransport
+
+from servers.app import ServerSettings, create_app
+from servers.domains.registry import load_domains
+from tests.conformance import DATA_DIR
+
+ORIGIN = "http://testserver"
+needs_data = pytest.mark.skipif(
+    not (DATA_DIR / "tau2" / "domains").is_dir(), reason=f"reference data not found at {DATA_DIR}"
+)
+
+
+def domain_ready(name: str) -> str | None:
+    """None when the domain's package imports, else why not (so a test can skip)."""
+    try:
+        load_domains([name], DATA_DIR)
+    except Exception as exc:  # noqa: BLE001
+        return f"domain '{name}' not available: {type(exc).__name__}: {exc}"
+    return None
+
+
+class InProcess:
+    """The whole app driven in-process (no socket) for raw HTTP and MCP clients."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def http(self, headers: dict[str, str] | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            transport=StreamingASGITransport(self.app), base_url=ORIGIN, headers=headers
+        )
+
+    def mcp(self, path: str, mode: str = "2026-07-28", token: str | None = None) -> Client:
+        def factory(headers=None, timeout=None, auth=None, **_):
+            return httpx2.AsyncClient(
+                transport=StreamingASGITransport(self.app),
+                base_url=ORIGIN,
+                headers=headers,
+                timeout=timeout,
+                auth=auth,
+            )
+
+        transport = StreamableHttpTransport(ORIGIN + path, httpx_client_factory=factory, auth=token)
+        return Client(transport, mode=mode)
+
+
+@asynccontextmanager
+async def serving(domains: list[str], **settings) -> AsyncIterator[InProcess]:
+    """Enter the app's lifespan inside the test (a fixture holding it across `yield` fails)."""
+    app = create_app(domain_names=domains, data_dir=DATA_DIR, settings=ServerSettings(**settings))
+    async with app.router.lifespan_context(app):
+        yield InProcess(app)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def real_server(domains: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`tau-server serve` in a subprocess on a free loopback port; yields its base URL."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-c",
+        "from servers.cli import app; app()",
+        "serve",
+        "--port",
+        str(port),
+        "--domains",
+        domains,
+        "--data-dir",
+        str(DATA_DIR),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code in (200, 401):
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start within 60 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
