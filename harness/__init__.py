@@ -1,0 +1,1 @@
+"""tau-harness: runs tau2 simulations against the tau-mcp servers over MCP and grades them."""

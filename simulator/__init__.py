@@ -1,0 +1,7 @@
+"""User simulators: a model-driven user, a scripted user that needs no model, and the dummy
+user of solo runs."""
+
+from simulator.base import UserContext, UserSimulator
+from simulator.registry import USERS, user_class
+
+__all__ = ["UserContext", "UserSimulator", "USERS", "user_class"]

@@ -1,0 +1,72 @@
+"""The agent interface: what the orchestrator asks of any agent, ours or a plug-in.
+
+A plug-in agent is any subclass of `Agent` importable as `module:Class`; the harness builds it
+with an `AgentContext` and then calls `start` once and `respond` once per agent turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.backend import ToolInfo
+from harness.messages import ChatMessage, Message, ToolMessage
+from servers.engine.tasks import Task
+
+
+@dataclass
+class AgentContext:
+    """Everything an agent may use: the task (oracles read its gold actions), the policy text,
+    the tools it may call, and its model settings."""
+
+    task: Task
+    domain: str
+    policy: str
+    tools: list[ToolInfo]
+    llm: str | None = None
+    llm_args: dict[str, Any] = field(default_factory=dict)
+    solo: bool = False
+    seed: int | None = None
+
+
+Incoming = ChatMessage | list[ToolMessage] | None
+
+
+class Agent:
+    """Base class. `respond` gets the user's message, the results of the agent's own tool calls,
+    or None (first turn of a solo run) and returns the agent's next message."""
+
+    #: Shown in results (`info.agent_info.implementation`).
+    implementation = "agent"
+    #: Agents that work a ticket alone (with the dummy user) set this.
+    solo = False
+
+    def __init__(self, context: AgentContext) -> None:
+        self.context = context
+        self.history: list[Message] = []
+
+    def start(self, history: list[Message]) -> None:
+        """Called once with the conversation so far (from the task's initial state, else the
+        greeting); keeps only what the agent itself could have seen."""
+        self.history = [m for m in history if _agent_can_see(m)]
+
+    async def respond(self, incoming: Incoming) -> ChatMessage:
+        raise NotImplementedError
+
+    def is_stop(self, message: ChatMessage) -> bool:
+        """Whether this message ends the conversation (by default an agent never ends it)."""
+        return False
+
+    def record(self, incoming: Incoming) -> None:
+        if isinstance(incoming, list):
+            self.history.extend(incoming)
+        elif incoming is not None:
+            self.history.append(incoming)
+
+
+def _agent_can_see(message: Message) -> bool:
+    if isinstance(message, ToolMessage):
+        return message.requestor == "assistant"
+    if message.role == "user":
+        return not message.is_tool_call()
+    return message.role == "assistant"

@@ -1,0 +1,95 @@
+"""The model-driven agents: a conversational one and a solo one that works a ticket alone."""
+
+from __future__ import annotations
+
+from harness import llm
+from harness.agents.base import Agent, AgentContext, Incoming
+from harness.backend import ToolInfo
+from harness.messages import STOP, ChatMessage
+
+CONVERSATION_GUIDANCE = """\
+You are the customer-service representative for this business, talking with a customer.
+The policy below is binding: follow it to the letter, and use only the tools you are given to
+look up or change anything. Each turn, do exactly one of these: write a message to the
+customer, or call one or more tools. Never mix the two in one turn. Tool arguments must be
+valid JSON."""
+
+SOLO_GUIDANCE = """\
+You are resolving a support ticket on your own; no customer is on the line, so never write
+messages, only call tools. Read the ticket, work through it with the tools as the policy
+requires, and call `{done}` once the ticket is fully handled (this ends your session)."""
+
+DONE_TOOL = "done"
+
+
+def conversation_prompt(policy: str) -> str:
+    return f"# How you work\n{CONVERSATION_GUIDANCE}\n\n# Policy\n{policy}"
+
+
+def solo_prompt(policy: str, ticket: str) -> str:
+    guidance = SOLO_GUIDANCE.format(done=DONE_TOOL)
+    return f"# How you work\n{guidance}\n\n# Policy\n{policy}\n\n# Ticket\n{ticket}"
+
+
+class LLMAgent(Agent):
+    implementation = "llm"
+
+    def __init__(self, context: AgentContext) -> None:
+        super().__init__(context)
+        if not context.llm:
+            raise ValueError("the llm agent needs a model (--agent-llm)")
+        self.system = conversation_prompt(context.policy)
+        self.tool_schemas = [t.openai_schema() for t in context.tools]
+
+    async def respond(self, incoming: Incoming) -> ChatMessage:
+        self.record(incoming)
+        messages = [{"role": "system", "content": self.system}, *self.history]
+        reply = await llm.generate(
+            self.context.llm, messages, tools=self.tool_schemas or None, **self._llm_args()
+        )
+        self.history.append(reply)
+        return reply
+
+    def _llm_args(self) -> dict:
+        args = dict(self.context.llm_args)
+        if self.context.seed is not None:
+            args.setdefault("seed", self.context.seed)
+        return args
+
+
+class SoloAgent(LLMAgent):
+    """Works the task's ticket with agent and user tools alone; calling `done` ends the run."""
+
+    implementation = "solo"
+    solo = True
+
+    def __init__(self, context: AgentContext) -> None:
+        super().__init__(context)
+        ticket = context.task.ticket
+        if not ticket:
+            raise ValueError(f"task '{context.task.id}' has no ticket, so it cannot run solo")
+        self.system = solo_prompt(context.policy, ticket)
+        done = ToolInfo(
+            DONE_TOOL,
+            "Call this once the ticket is fully handled.",
+            {"type": "object", "properties": {}},
+        )
+        self.tool_schemas = [*self.tool_schemas, done.openai_schema()]
+
+    async def respond(self, incoming: Incoming) -> ChatMessage:
+        self.record(incoming)
+        messages = [{"role": "system", "content": self.system}, *self.history]
+        reply = await llm.generate(
+            self.context.llm,
+            messages,
+            tools=self.tool_schemas,
+            tool_choice="required",
+            **self._llm_args(),
+        )
+        self.history.append(reply)
+        if reply.tool_calls and any(tc.name == DONE_TOOL for tc in reply.tool_calls):
+            reply = reply.model_copy(update={"content": STOP, "tool_calls": None})
+        return reply
+
+    def is_stop(self, message: ChatMessage) -> bool:
+        return message.content is not None and STOP in message.content

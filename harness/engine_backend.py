@@ -1,0 +1,87 @@
+"""The backend interface served straight from the engine, with no HTTP or MCP in between.
+
+Used by fast unit tests of orchestration and grading; real runs go through `HttpBackend`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.backend import EpisodeRef, Side, ToolInfo, ToolResult
+from servers.engine.domain import Domain
+from servers.engine.episode import EpisodeStore
+from servers.engine.tasks import EnvAssertion
+
+
+class _EngineSession:
+    def __init__(self, store: EpisodeStore, ref: EpisodeRef, side: Side) -> None:
+        self._store, self._ref, self._side = store, ref, side
+
+    async def list_tools(self) -> list[ToolInfo]:
+        episode = self._store.get(self._ref.domain, self._ref.episode_id)
+        toolkit = episode.toolkit(self._side)
+        if toolkit is None:
+            return []
+        return [ToolInfo(s.name, s.description, s.input_schema) for s in toolkit.specs.values()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        out = self._store.call(self._ref.domain, self._ref.episode_id, self._side, name, arguments)
+        return ToolResult(out.text, out.error)
+
+    async def close(self) -> None:
+        return None
+
+
+class EngineBackend:
+    def __init__(self, domains: dict[str, Domain]) -> None:
+        self.store = EpisodeStore(domains)
+
+    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
+        episode = self.store.create(domain, task_id)
+        base = f"/{domain}/episodes/{episode.id}"
+        return EpisodeRef(domain, episode.id, f"{base}/agent/mcp", f"{base}/user/mcp")
+
+    async def open_session(self, ref: EpisodeRef, side: Side) -> _EngineSession:
+        return _EngineSession(self.store, ref, side)
+
+    async def hashes(self, ref: EpisodeRef) -> dict[str, str | None]:
+        return self.store.get(ref.domain, ref.episode_id).hashes()
+
+    async def assertions(self, ref: EpisodeRef, assertions: list[dict]) -> list[dict]:
+        episode = self.store.get(ref.domain, ref.episode_id)
+        results = []
+        for raw in assertions:
+            try:
+                with episode.lock:
+                    met = episode.check_assertion(EnvAssertion.model_validate(raw))
+                results.append({"met": met, "error": None})
+            except Exception as exc:  # noqa: BLE001 - reported per assertion
+                results.append({"met": None, "error": str(exc)})
+        return results
+
+    async def replay(
+        self, ref: EpisodeRef, calls: list[dict], only_mutating: bool
+    ) -> list[dict | None]:
+        episode = self.store.get(ref.domain, ref.episode_id)
+        outputs: list[dict | None] = []
+        with episode.lock:
+            for call in calls:
+                requestor, name, args = call["requestor"], call["name"], call.get("arguments") or {}
+                if only_mutating:
+                    outcome = episode.replay_call(requestor, name, args)
+                else:
+                    side: Side = "user" if requestor == "user" else "agent"
+                    outcome = episode.call(side, name, args)
+                outputs.append(
+                    None if outcome is None else {"output": outcome.text, "error": outcome.error}
+                )
+        return outputs
+
+    async def state(self, ref: EpisodeRef) -> dict[str, Any]:
+        return self.store.get(ref.domain, ref.episode_id).snapshot()
+
+    async def delete_episode(self, ref: EpisodeRef) -> None:
+        self.store.delete(ref.domain, ref.episode_id)
+
+    async def close(self) -> None:
+        return None

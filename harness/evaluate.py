@@ -1,0 +1,57 @@
+"""Re-grading saved simulations: replay each trajectory on a fresh episode, then grade it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from harness.backend import EpisodeBackend
+from harness.grading import Grader
+from harness.messages import parse_message
+from harness.metrics import INFRA
+from servers.engine.domain import Domain
+
+SOLO_AGENTS = {"solo", "llm_agent_solo", "llm_solo_agent"}
+
+
+def is_solo_run(document: dict[str, Any]) -> bool:
+    info = document.get("info") or {}
+    agent = (info.get("agent_info") or {}).get("implementation")
+    user = (info.get("user_info") or {}).get("implementation")
+    return agent in SOLO_AGENTS or user in ("dummy", "dummy_user")
+
+
+async def regrade(
+    backend: EpisodeBackend,
+    domain: Domain,
+    grader: Grader,
+    document: dict[str, Any],
+    concurrency: int = 8,
+) -> dict[str, Any]:
+    """The document with every simulation's reward_info recomputed (infrastructure failures
+    keep none). Unknown task ids fail with one sentence."""
+    solo = is_solo_run(document)
+    sims = document["simulations"]
+    missing = sorted({str(s.get("task_id")) for s in sims} - set(domain.tasks))
+    if missing:
+        raise ValueError(f"task id(s) not in domain '{domain.name}': {', '.join(missing[:5])}")
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(sim: dict[str, Any]) -> dict[str, Any]:
+        if sim.get("termination_reason") == INFRA:
+            return {**sim, "reward_info": None}
+        task = domain.task(str(sim["task_id"]))
+        messages = [parse_message(m) for m in sim.get("messages") or []]
+        history = task.initial_state.message_history if task.initial_state else None
+        async with limit:
+            ref = await grader.rebuild(task, messages, len(history or []), solo)
+            try:
+                reward_info = await grader.grade(
+                    task, messages, str(sim.get("termination_reason")), ref
+                )
+            finally:
+                await backend.delete_episode(ref)
+        return {**sim, "reward_info": reward_info}
+
+    graded = await asyncio.gather(*(one(s) for s in sims))
+    return {**document, "simulations": list(graded)}

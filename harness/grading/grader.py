@@ -1,0 +1,222 @@
+"""Reward for one simulation, in the reference's reward_info layout.
+
+DB: the finished episode's agent and user DB hashes against the gold ones (the task's initial
+state plus its gold actions, replayed once per task on a fresh episode). ENV_ASSERTION: the
+task's assertions run server-side on the finished episode. ACTION, COMMUNICATE: from the
+trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task's basis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from harness.backend import EpisodeBackend, EpisodeRef
+from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
+from harness.grading.judge import Judge
+from harness.messages import Message
+from servers.engine.domain import Domain
+from servers.engine.tasks import Task
+
+GRADED_ENDINGS = {"agent_stop", "user_stop"}
+ENV_BASES = {"DB", "ENV_ASSERTION"}
+KNOWN_BASES = ENV_BASES | {"ACTION", "COMMUNICATE", "NL_ASSERTION"}
+
+
+def empty_reward_info(reward: float, note: str, **fields: Any) -> dict[str, Any]:
+    info = {
+        "reward": reward,
+        "db_check": None,
+        "env_assertions": None,
+        "action_checks": None,
+        "nl_assertions": None,
+        "communicate_checks": None,
+        "reward_basis": None,
+        "reward_breakdown": None,
+        "info": {"note": note},
+    }
+    info.update(fields)
+    return info
+
+
+class Grader:
+    def __init__(self, backend: EpisodeBackend, domain: Domain, judge: Judge | None = None) -> None:
+        self.backend = backend
+        self.domain = domain
+        self.judge = judge
+        self._gold: dict[str, asyncio.Future] = {}
+        spec = domain.spec
+        self.agent_tool_names = set(spec.agent_tools.specs)
+        self.user_tool_names = set(spec.user_tools.specs) if spec.user_tools is not None else set()
+        self.tool_kinds = {
+            name: s.kind.value
+            for toolkit in (spec.agent_tools, spec.user_tools)
+            if toolkit is not None
+            for name, s in toolkit.specs.items()
+        }
+        self.judge_cost = 0.0
+
+    # --- gold state -------------------------------------------------------------------------
+    async def gold_hashes(self, task: Task) -> dict[str, str | None]:
+        """The DB hashes after the task's gold actions, computed once per task."""
+        future = self._gold.get(task.id)
+        if future is None:
+            future = asyncio.ensure_future(self._compute_gold(task))
+            self._gold[task.id] = future
+        try:
+            return await asyncio.shield(future)
+        except Exception:
+            self._gold.pop(task.id, None)
+            raise
+
+    async def _compute_gold(self, task: Task) -> dict[str, str | None]:
+        ref = await self.backend.create_episode(self.domain.name, task.id)
+        try:
+            actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
+            calls = [
+                {"requestor": a.requestor, "name": a.name, "arguments": a.arguments}
+                for a in actions
+            ]
+            if calls:
+                await self.backend.replay(ref, calls, only_mutating=False)
+            return await self.backend.hashes(ref)
+        finally:
+            await self.backend.delete_episode(ref)
+
+    # --- predicted state for re-grading ----------------------------------------------------
+    async def rebuild(
+        self, task: Task, messages: list[Message], history_length: int, solo: bool
+    ) -> EpisodeRef:
+        """A fresh episode with the trajectory's state-changing calls replayed (the task's own
+        history is already part of the episode's initial state)."""
+        ref = await self.backend.create_episode(self.domain.name, task.id)
+        calls = []
+        for call in tool_calls_of(messages[history_length:]):
+            requestor = call.requestor
+            if (
+                solo
+                and call.name in self.user_tool_names
+                and call.name not in self.agent_tool_names
+            ):
+                requestor = "user"
+            calls.append({"requestor": requestor, "name": call.name, "arguments": call.arguments})
+        if calls:
+            await self.backend.replay(ref, calls, only_mutating=True)
+        return ref
+
+    # --- grading ----------------------------------------------------------------------------
+    async def grade(
+        self, task: Task, messages: list[Message], termination: str, final: EpisodeRef
+    ) -> dict[str, Any]:
+        if termination not in GRADED_ENDINGS:
+            return empty_reward_info(
+                0.0, f"Simulation ended early ({termination}), so it scores 0."
+            )
+        criteria = task.evaluation_criteria
+        if criteria is None:
+            return empty_reward_info(1.0, "The task has no evaluation criteria.")
+        basis = list(criteria.reward_basis)
+        unknown = set(basis) - KNOWN_BASES
+        if unknown:
+            raise ValueError(
+                f"task '{task.id}' has an unknown reward basis: {', '.join(sorted(unknown))}"
+            )
+
+        env = await self._environment(task, final)
+        action = check_actions(task, messages, self.tool_kinds)
+        communicate = check_communication(task, messages)
+        nl = await self._nl(task, messages) if "NL_ASSERTION" in basis else None
+
+        reward, breakdown = 1.0, {}
+        parts = [
+            (ENV_BASES, env),
+            ({"ACTION"}, action),
+            ({"NL_ASSERTION"}, nl),
+            ({"COMMUNICATE"}, communicate),
+        ]
+        for bases, component in parts:
+            if component is None or not (set(basis) & bases):
+                continue
+            breakdown.update(component.breakdown)
+            reward *= component.reward
+        return {
+            "reward": reward,
+            "db_check": env.info_db,
+            "env_assertions": env.checks,
+            "action_checks": action.checks,
+            "nl_assertions": nl.checks if nl is not None else None,
+            "communicate_checks": communicate.checks,
+            "reward_basis": basis,
+            "reward_breakdown": breakdown,
+            "info": {
+                "env": env.info,
+                "nl": nl.info if nl is not None else None,
+                "communicate": communicate.info,
+                "action": action.info,
+            },
+        }
+
+    async def _environment(self, task: Task, final: EpisodeRef) -> _EnvComponent:
+        criteria = task.evaluation_criteria
+        assert criteria is not None
+        if criteria.actions is None and criteria.env_assertions is None:
+            return _EnvComponent(
+                1.0,
+                None,
+                {},
+                {"note": "the task lists no actions or env assertions"},
+                {"db_match": True, "db_reward": 1.0},
+            )
+        gold, got = await asyncio.gather(self.gold_hashes(task), self.backend.hashes(final))
+        db_match = gold.get("agent_db") == got.get("agent_db") and gold.get("user_db") == got.get(
+            "user_db"
+        )
+        db_reward = 1.0 if db_match else 0.0
+        raw = [a.model_dump(mode="json") for a in criteria.env_assertions or []]
+        results = await self.backend.assertions(final, raw) if raw else []
+        checks, assertion_reward, errors = [], 1.0, []
+        for assertion, result in zip(raw, results, strict=True):
+            met = result.get("met") is True
+            if result.get("error"):
+                errors.append(f"{assertion.get('func_name')}: {result['error']}")
+            checks.append({"env_assertion": assertion, "met": met, "reward": 1.0 if met else 0.0})
+            assertion_reward *= 1.0 if met else 0.0
+        reward, breakdown = 1.0, {}
+        if "DB" in criteria.reward_basis:
+            breakdown["DB"] = db_reward
+            reward *= db_reward
+        if "ENV_ASSERTION" in criteria.reward_basis:
+            breakdown["ENV_ASSERTION"] = assertion_reward
+            reward *= assertion_reward
+        info = {"assertion_errors": errors} if errors else None
+        return _EnvComponent(
+            reward, checks, breakdown, info, {"db_match": db_match, "db_reward": db_reward}
+        )
+
+    async def _nl(self, task: Task, messages: list[Message]) -> Component:
+        statements = (
+            task.evaluation_criteria.nl_assertions if task.evaluation_criteria else None
+        ) or []
+        if not statements:
+            return Component(
+                1.0, [], {"NL_ASSERTION": 1.0}, {"note": "the task lists no NL assertions"}
+            )
+        if self.judge is None:
+            # Judging is switched off: the component is left out of the reward and says so.
+            return _Skipped(1.0, None, {}, {"note": "NL assertions not judged (judge disabled)"})
+        checks, cost = await self.judge.judge(messages, statements)
+        self.judge_cost += cost
+        reward = 1.0 if all(c["met"] for c in checks) else 0.0
+        return Component(
+            reward, checks, {"NL_ASSERTION": reward}, {"judge": self.judge.model, "cost": cost}
+        )
+
+
+class _EnvComponent(Component):
+    def __init__(self, reward, checks, breakdown, info, db_check) -> None:
+        super().__init__(reward, checks, breakdown, info)
+        self.info_db = db_check
+
+
+class _Skipped(Component):
+    pass

@@ -1,0 +1,183 @@
+"""The backend over the server's HTTP routes and MCP endpoints.
+
+With a URL it talks to a running `tau-server`; with an ASGI app it drives the app in-process
+(no socket) through fastmcp's streaming ASGI transport, which is what `tau-harness run` does by
+default. Either way every tool call is a real MCP `tools/call`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx2
+
+from harness.backend import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
+
+IN_PROCESS_BASE = "http://tau.local"
+
+
+class McpToolSession:
+    """One MCP client session on one side of one episode."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._tools: list[ToolInfo] | None = None
+
+    @classmethod
+    async def open(cls, url: str, client_factory, headers: dict[str, str]) -> McpToolSession:
+        from fastmcp import Client
+        from fastmcp.client.transports import StreamableHttpTransport
+
+        transport = StreamableHttpTransport(
+            url, headers=headers, httpx_client_factory=client_factory
+        )
+        client = Client(transport, timeout=120)
+        try:
+            await client.__aenter__()
+        except Exception as exc:  # noqa: BLE001 - any connection failure is infrastructure
+            raise InfrastructureError(f"cannot open an MCP session at {url}: {exc}") from exc
+        return cls(client)
+
+    async def list_tools(self) -> list[ToolInfo]:
+        if self._tools is None:
+            listed = await self._client.list_tools()
+            self._tools = [
+                ToolInfo(t.name, t.description or "", dict(getattr(t, "input_schema", None) or {}))
+                for t in listed
+            ]
+        return self._tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            result = await self._client.call_tool(name, arguments, raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001
+            raise InfrastructureError(f"MCP call {name} failed: {exc}") from exc
+        text = "".join(getattr(block, "text", "") for block in result.content or [])
+        return ToolResult(text, bool(result.is_error))
+
+    async def close(self) -> None:
+        try:
+            await self._client.__aexit__(None, None, None)
+        except Exception:  # noqa: BLE001 - closing a dead session is not worth failing a run
+            pass
+
+
+class HttpBackend:
+    """Episodes on a tau-server, reached by URL or in-process through its ASGI app."""
+
+    def __init__(
+        self, base_url: str | None = None, *, app: Any = None, token: str | None = None
+    ) -> None:
+        if (base_url is None) == (app is None):
+            raise ValueError("give either a server URL or an app")
+        self.app = app
+        self.base_url = (base_url or IN_PROCESS_BASE).rstrip("/")
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._stack = AsyncExitStack()
+        self._http: httpx2.AsyncClient | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> HttpBackend:
+        if self.app is not None:
+            lifespan = getattr(getattr(self.app, "router", None), "lifespan_context", None)
+            if lifespan is not None:
+                await self._stack.enter_async_context(lifespan(self.app))
+        self._http = await self._stack.enter_async_context(
+            self._client_factory(timeout=httpx2.Timeout(120.0))
+        )
+        return self
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+    def _client_factory(
+        self, headers=None, timeout=None, auth=None, **kwargs
+    ) -> httpx2.AsyncClient:
+        merged = {**self.headers, **(headers or {})}
+        if timeout is None:
+            timeout = httpx2.Timeout(120.0)
+        if self.app is not None:
+            from fastmcp.utilities.asgi_transport import StreamingASGITransport
+
+            return httpx2.AsyncClient(
+                transport=StreamingASGITransport(self.app),
+                base_url=self.base_url,
+                headers=merged,
+                timeout=timeout,
+                auth=auth,
+                **kwargs,
+            )
+        return httpx2.AsyncClient(
+            base_url=self.base_url, headers=merged, timeout=timeout, auth=auth, **kwargs
+        )
+
+    # --- routes -----------------------------------------------------------------------------
+    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+        assert self._http is not None, "backend not started"
+        try:
+            response = await self._http.request(method, path, json=body)
+        except httpx2.HTTPError as exc:
+            raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("error", response.text)
+            except ValueError:
+                message = response.text
+            raise InfrastructureError(f"{method} {path} answered {response.status_code}: {message}")
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    async def health(self) -> dict[str, Any]:
+        return await self._request("GET", "/health")
+
+    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
+        data = await self._request(
+            "POST", f"/{domain}/episodes", {"task_id": task_id, "episode_id": None}
+        )
+        return EpisodeRef(domain, data["episode_id"], data["agent_mcp"], data["user_mcp"])
+
+    async def open_session(self, ref: EpisodeRef, side: Side) -> McpToolSession:
+        path = ref.agent_mcp if side == "agent" else ref.user_mcp
+        url = path if path.startswith("http") else f"{self.base_url}/{path.lstrip('/')}"
+        return await McpToolSession.open(url, self._client_factory, self.headers)
+
+    def _episode_path(self, ref: EpisodeRef) -> str:
+        return f"/{ref.domain}/episodes/{ref.episode_id}"
+
+    async def hashes(self, ref: EpisodeRef) -> dict[str, str | None]:
+        return await self._request("GET", f"{self._episode_path(ref)}/hash")
+
+    async def assertions(self, ref: EpisodeRef, assertions: list[dict]) -> list[dict]:
+        data = await self._request(
+            "POST", f"{self._episode_path(ref)}/assertions", {"assertions": assertions}
+        )
+        return data["results"]
+
+    async def replay(
+        self, ref: EpisodeRef, calls: list[dict], only_mutating: bool
+    ) -> list[dict | None]:
+        body = {"calls": calls, "only_mutating": only_mutating}
+        data = await self._request("POST", f"{self._episode_path(ref)}/replay", body)
+        return data["outputs"]
+
+    async def state(self, ref: EpisodeRef) -> dict[str, Any]:
+        return await self._request("GET", f"{self._episode_path(ref)}/state")
+
+    async def delete_episode(self, ref: EpisodeRef) -> None:
+        await self._request("DELETE", self._episode_path(ref))
+
+
+async def in_process_backend(domains: dict, token: str | None = None) -> HttpBackend:
+    """Build the server app around already-loaded domains and drive it with no socket."""
+    try:
+        from servers.app import ServerSettings, create_app
+    except ImportError as exc:
+        raise InfrastructureError(f"the server app is not available ({exc})") from exc
+    app = create_app(domains, settings=ServerSettings(token=token))
+    return await HttpBackend(app=app, token=token).start()
+
+
+async def remote_backend(url: str, token: str | None = None) -> HttpBackend:
+    return await HttpBackend(url, token=token).start()

@@ -1,0 +1,115 @@
+"""Calling chat models through litellm, and turning their replies into trajectory messages.
+
+litellm is imported on first use (it is slow to import and, unless told otherwise, fetches a
+price list from the network on import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from harness.messages import ChatMessage, Message, ToolCall, ToolMessage
+
+DEFAULT_LLM = "gpt-4.1-2025-04-14"
+_litellm = None
+
+
+def litellm_module():
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.drop_params = True
+        _litellm = litellm
+    return _litellm
+
+
+def to_openai(message: Message | dict[str, Any]) -> dict[str, Any]:
+    """A trajectory message in the chat-completions wire format."""
+    if isinstance(message, dict):
+        return message
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "tool_call_id": message.id, "content": message.content or ""}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": tc.id,
+                "type": "function",
+                "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
+            }
+            for tc in message.tool_calls
+        ]
+    return out
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (TypeError, json.JSONDecodeError):
+        return {"__unparsed_arguments__": raw}
+    return value if isinstance(value, dict) else {"__unparsed_arguments__": value}
+
+
+def _cost(litellm, response: Any) -> float:
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # noqa: BLE001 - unknown models simply cost nothing we can compute
+        return 0.0
+
+
+async def generate(
+    model: str,
+    messages: list[Message | dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
+    role: str = "assistant",
+    **llm_args: Any,
+) -> ChatMessage:
+    """One model reply as a message with the given role, carrying cost and token usage."""
+    litellm = litellm_module()
+    kwargs = dict(llm_args)
+    kwargs.setdefault("num_retries", 3)
+    if tools:
+        kwargs["tools"] = tools
+        kwargs["tool_choice"] = tool_choice or "auto"
+    started = time.perf_counter()
+    response = await litellm.acompletion(
+        model=model, messages=[to_openai(m) for m in messages], **kwargs
+    )
+    elapsed = time.perf_counter() - started
+    choice = response.choices[0].message
+    tool_calls = [
+        ToolCall(
+            id=tc.id or f"call_{i}",
+            name=tc.function.name,
+            arguments=_parse_arguments(tc.function.arguments),
+        )
+        for i, tc in enumerate(getattr(choice, "tool_calls", None) or [])
+    ]
+    usage = getattr(response, "usage", None)
+    return ChatMessage(
+        role=role,  # type: ignore[arg-type]
+        content=choice.content,
+        tool_calls=tool_calls or None,
+        cost=_cost(litellm, response),
+        usage=(
+            {"completion_tokens": usage.completion_tokens, "prompt_tokens": usage.prompt_tokens}
+            if usage is not None
+            else None
+        ),
+        raw_data={
+            "model": getattr(response, "model", model),
+            "generation_seconds": round(elapsed, 3),
+        },
+    )

@@ -1,0 +1,257 @@
+"""One simulation: the agent and the user take turns on one episode until someone ends it.
+
+Turn rules follow the reference's half-duplex orchestrator: a message goes from agent to user,
+user to agent, or either to the environment (their tool calls, each on that side's own MCP
+session) and back to its sender. The run ends on the user's stop tokens, the agent's stop, the
+step limit, or too many failed tool calls.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from harness.agents.base import Agent
+from harness.backend import ToolSession
+from harness.messages import ChatMessage, Message, ToolMessage, is_user_stop, now, parse_message
+from simulator.base import UserSimulator
+
+DEFAULT_MAX_STEPS = 200
+DEFAULT_MAX_ERRORS = 10
+GREETING = "Hi! How can I help you today?"
+
+
+class Termination(StrEnum):
+    USER_STOP = "user_stop"
+    AGENT_STOP = "agent_stop"
+    MAX_STEPS = "max_steps"
+    TOO_MANY_ERRORS = "too_many_errors"
+    AGENT_ERROR = "agent_error"
+    USER_ERROR = "user_error"
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    USER = "user"
+    ENV = "env"
+
+
+@dataclass
+class Limits:
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_errors: int = DEFAULT_MAX_ERRORS
+
+
+@dataclass
+class Conversation:
+    """What a finished simulation hands to grading and to the results file."""
+
+    messages: list[Message]
+    termination: Termination
+    start_time: str
+    end_time: str
+    duration: float
+    steps: int
+    tool_errors: int
+    history_length: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def history_messages(task) -> list[Message]:
+    """The task's initial message history, stamped a second apart and ending just now."""
+    state = task.initial_state
+    raw = (state.message_history or []) if state is not None else []
+    messages = [parse_message(m.model_dump()) for m in raw]
+    start = datetime.now() - timedelta(seconds=len(messages))
+    for i, message in enumerate(messages):
+        message.turn_idx = None
+        message.timestamp = (start + timedelta(seconds=i)).isoformat()
+    return messages
+
+
+class EmptyMessageError(RuntimeError):
+    """A participant produced neither text nor tool calls; the simulation is retried."""
+
+
+def _require_content(message: ChatMessage) -> None:
+    if not message.has_text() and not message.is_tool_call():
+        raise EmptyMessageError(f"the {message.role} produced an empty message")
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        agent: Agent,
+        user: UserSimulator,
+        agent_tools: ToolSession,
+        user_tools: ToolSession | None,
+        *,
+        limits: Limits | None = None,
+        solo: bool = False,
+        user_tool_names: set[str] | None = None,
+        agent_tool_names: set[str] | None = None,
+        enforce_protocol: bool = False,
+    ) -> None:
+        self.agent, self.user = agent, user
+        self.enforce_protocol = enforce_protocol
+        self.agent_tools, self.user_tools = agent_tools, user_tools
+        self.limits = limits or Limits()
+        self.solo = solo
+        self.user_tool_names = user_tool_names or set()
+        self.agent_tool_names = agent_tool_names or set()
+        self.trajectory: list[Message] = []
+        self.steps = 0
+        self.errors = 0
+        self.done = False
+        self.termination: Termination | None = None
+        self.sender: Role | None = None
+        self.receiver: Role | None = None
+        self.message: ChatMessage | list[ToolMessage] | None = None
+
+    # --- setup ------------------------------------------------------------------------------
+    async def _begin(self, history: list[Message]) -> None:
+        if history:
+            self._resume_from(history)
+            return
+        self.user.start([])
+        if not self.solo:
+            greeting = ChatMessage(role="assistant", content=GREETING, cost=0.0)
+            self.agent.start([greeting])
+            self.trajectory = [greeting]
+            self._route(Role.AGENT, greeting)
+            return
+        self.agent.start([])
+        first = await self.agent.respond(None)
+        self.trajectory = [first]
+        self.sender, self.message = Role.AGENT, first
+        if first.is_tool_call():
+            self.receiver = Role.ENV
+        else:
+            self.receiver = Role.USER
+            self._finish(
+                Termination.AGENT_STOP if self.agent.is_stop(first) else Termination.AGENT_ERROR
+            )
+
+    def _resume_from(self, history: list[Message]) -> None:
+        """Pick the conversation up where the task's message history leaves it."""
+        last = history[-1]
+        self.trajectory = list(history)
+        if isinstance(last, ToolMessage):
+            self.sender, self.message = Role.ENV, [last]
+            to_agent = last.requestor == "assistant"
+            self.receiver = Role.AGENT if to_agent else Role.USER
+            self.agent.start(history[:-1] if to_agent else history)
+            self.user.start(history if to_agent else history[:-1])
+            return
+        if last.role == "assistant":
+            self.agent.start(history)
+            self.user.start(history[:-1])
+            self._route(Role.AGENT, last)
+            if self.agent.is_stop(last):
+                self._finish(Termination.AGENT_STOP)
+        else:
+            self.user.start(history)
+            self.agent.start(history[:-1])
+            self._route(Role.USER, last)
+            if is_user_stop(last):
+                self._finish(Termination.USER_STOP)
+
+    def _route(self, sender: Role, message: ChatMessage) -> None:
+        self.sender, self.message = sender, message
+        if message.is_tool_call():
+            self.receiver = Role.ENV
+        else:
+            self.receiver = Role.USER if sender == Role.AGENT else Role.AGENT
+
+    def _finish(self, reason: Termination) -> None:
+        self.done = True
+        self.termination = reason
+
+    # --- turns ------------------------------------------------------------------------------
+    async def _step(self) -> None:
+        if self.receiver == Role.USER:
+            reply = await self.user.respond(self.message)  # type: ignore[arg-type]
+            _require_content(reply)
+            self.trajectory.append(reply)
+            self._route(Role.USER, reply)
+            if is_user_stop(reply):
+                self._finish(Termination.USER_STOP)
+        elif self.receiver == Role.AGENT:
+            reply = await self.agent.respond(self.message)
+            _require_content(reply)
+            self.trajectory.append(reply)
+            self._route(Role.AGENT, reply)
+            if self.agent.is_stop(reply):
+                self._finish(Termination.AGENT_STOP)
+            elif self.solo and not reply.is_tool_call():
+                self._finish(Termination.AGENT_ERROR)
+        else:
+            assert isinstance(self.message, ChatMessage) and self.message.tool_calls is not None
+            results = [await self._execute(call) for call in self.message.tool_calls]
+            self.trajectory.extend(results)
+            self.receiver, self.sender, self.message = self.sender, Role.ENV, results
+        self.steps += 1
+        if self.enforce_protocol and not self.done:
+            self._check_protocol()
+
+    def _check_protocol(self) -> None:
+        """Optional strict mode: a message is text or tool calls, never both."""
+        if self.sender == Role.ENV or not isinstance(self.message, ChatMessage):
+            return
+        if self.message.has_text() and self.message.is_tool_call():
+            self._finish(
+                Termination.USER_ERROR if self.sender == Role.USER else Termination.AGENT_ERROR
+            )
+
+    async def _execute(self, call) -> ToolMessage:
+        session = self._session_for(call.requestor, call.name)
+        if session is None:
+            result_text, error = "Error: User tools not available", True
+        else:
+            result = await session.call_tool(call.name, call.arguments)
+            result_text, error = result.text, result.error
+        if error:
+            self.errors += 1
+        return ToolMessage(
+            id=call.id, content=result_text, requestor=call.requestor, error=error, timestamp=now()
+        )
+
+    def _session_for(self, requestor: str, name: str) -> ToolSession | None:
+        if requestor == "user":
+            return self.user_tools
+        if self.solo and name in self.user_tool_names and name not in self.agent_tool_names:
+            return self.user_tools
+        return self.agent_tools
+
+    def _check_limits(self) -> None:
+        if self.receiver == Role.ENV:
+            return
+        if self.steps >= self.limits.max_steps:
+            self._finish(Termination.MAX_STEPS)
+        if self.errors >= self.limits.max_errors:
+            self._finish(Termination.TOO_MANY_ERRORS)
+
+    async def run(self, history: list[Message]) -> Conversation:
+        start_time, started = now(), time.perf_counter()
+        await self._begin(history)
+        while not self.done:
+            await self._step()
+            self._check_limits()
+        messages = list(self.trajectory)
+        for index, message in enumerate(messages):
+            message.turn_idx = index
+        assert self.termination is not None
+        return Conversation(
+            messages=messages,
+            termination=self.termination,
+            start_time=start_time,
+            end_time=now(),
+            duration=time.perf_counter() - started,
+            steps=self.steps,
+            tool_errors=self.errors,
+            history_length=len(history),
+        )

@@ -1,0 +1,357 @@
+"""Running many simulations: task selection, concurrency, retries, grading, saving, resuming."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.agents import Agent, AgentContext, OracleAgent, agent_class
+from harness.backend import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.grading import Grader, Judge
+from harness.messages import dump_message, now
+from harness.metrics import INFRA
+from harness.orchestrator import (
+    DEFAULT_MAX_ERRORS,
+    DEFAULT_MAX_STEPS,
+    Limits,
+    Orchestrator,
+    history_messages,
+)
+from harness.results import ResultsFile, load_results
+from servers.engine.data import user_guidelines
+from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
+from servers.engine.tasks import Task
+from simulator.base import UserContext, UserSimulator
+from simulator.registry import user_class
+
+DEFAULT_SEED = 300
+
+
+class ConfigError(ValueError):
+    """A run was asked for something it cannot do; the message says what."""
+
+
+@dataclass
+class RunConfig:
+    domain: str
+    agent: str = "llm"
+    agent_llm: str | None = None
+    agent_llm_args: dict[str, Any] = field(default_factory=dict)
+    user: str = "llm"
+    user_llm: str | None = None
+    user_llm_args: dict[str, Any] = field(default_factory=dict)
+    task_split: str | None = "base"
+    task_ids: list[str] | None = None
+    num_tasks: int | None = None
+    num_trials: int = 1
+    max_concurrency: int = 3
+    seed: int = DEFAULT_SEED
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_errors: int = DEFAULT_MAX_ERRORS
+    max_retries: int = 3
+    enforce_protocol: bool = False
+    retry_delay: float = 1.0
+    judge: Judge | None = None
+    save_to: Path | None = None
+
+
+def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
+    try:
+        ids = domain.task_ids(config.task_split)
+    except EngineError as exc:
+        raise ConfigError(str(exc)) from None
+    if config.task_ids:
+        unknown = [t for t in config.task_ids if t not in domain.tasks]
+        if unknown:
+            raise ConfigError(f"unknown task id(s) in domain '{domain.name}': {', '.join(unknown)}")
+        ids = [t for t in config.task_ids]
+    if config.num_tasks is not None:
+        ids = ids[: config.num_tasks]
+    return [domain.task(t) for t in ids]
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randint(0, 1_000_000) for _ in range(trials)]
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class Runner:
+    def __init__(self, backend: EpisodeBackend, domain: Domain, config: RunConfig) -> None:
+        self.backend, self.domain, self.config = backend, domain, config
+        self.agent_cls: type[Agent] = agent_class(config.agent)
+        self.user_cls: type[UserSimulator] = user_class(config.user)
+        self.solo = self.agent_cls.solo or config.user == "dummy"
+        if self.solo and config.user != "dummy":
+            raise ConfigError(f"the {config.agent} agent works alone; use --user dummy")
+        works_alone = self.agent_cls.solo or issubclass(self.agent_cls, OracleAgent)
+        if config.user == "dummy" and not works_alone:
+            raise ConfigError(
+                "the dummy user only works with a solo agent (--agent solo or oracle)"
+            )
+        if config.agent in ("llm", "solo") and not config.agent_llm:
+            raise ConfigError(f"the {config.agent} agent needs a model: pass --agent-llm")
+        if config.user == "llm" and not config.user_llm:
+            raise ConfigError("the llm user needs a model: pass --user-llm")
+        self.grader = Grader(backend, domain, config.judge)
+        self.has_user_tools = domain.spec.user_tools is not None
+        self.policy = domain.policy(solo=self.solo)
+        self._guidelines: str | None = None
+
+    # --- results header ---------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "git_commit": _git_commit(),
+            "num_trials": c.num_trials,
+            "max_steps": c.max_steps,
+            "max_errors": c.max_errors,
+            "user_info": {
+                "implementation": c.user,
+                "llm": c.user_llm,
+                "llm_args": c.user_llm_args or None,
+                "global_simulation_guidelines": self._guidelines,
+            },
+            "agent_info": {
+                "implementation": c.agent,
+                "llm": c.agent_llm,
+                "llm_args": c.agent_llm_args or None,
+            },
+            "environment_info": {
+                "domain_name": self.domain.name,
+                "policy": self.policy,
+                "tool_defs": None,
+            },
+            "seed": c.seed,
+            "judge_llm": c.judge.model if c.judge else None,
+        }
+
+    def user_guidelines(self) -> str | None:
+        if self._guidelines is None and self.config.user == "llm":
+            try:
+                self._guidelines = user_guidelines(self.domain.data_dir, self.has_user_tools)
+            except EngineError as exc:
+                if not self.has_user_tools:
+                    raise ConfigError(str(exc)) from None
+                # A data folder without the tools variant still has the plain guidelines.
+                try:
+                    self._guidelines = user_guidelines(self.domain.data_dir, False)
+                except EngineError:
+                    raise ConfigError(str(exc)) from None
+        return self._guidelines
+
+    # --- one simulation ---------------------------------------------------------------------
+    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        """Run, grade and clean up one simulation; retry infrastructure failures."""
+        last_error = ""
+        for attempt in range(self.config.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.config.retry_delay)
+            try:
+                sim = await self._attempt(task, trial, seed)
+                sim["info"]["attempts"] = attempt + 1
+                return sim
+            except (ConfigError, EngineError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
+                last_error = f"{type(exc).__name__}: {exc}"
+        stamp = now()
+        return {
+            "id": str(uuid.uuid4()),
+            "task_id": task.id,
+            "timestamp": stamp,
+            "start_time": stamp,
+            "end_time": stamp,
+            "duration": 0.0,
+            "termination_reason": INFRA,
+            "agent_cost": None,
+            "user_cost": None,
+            "reward_info": None,
+            "messages": [],
+            "trial": trial,
+            "seed": seed,
+            "mode": "half_duplex",
+            "info": {"error": last_error, "attempts": self.config.max_retries + 1},
+        }
+
+    async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        ref = await self.backend.create_episode(self.domain.name, task.id)
+        sessions = []
+        try:
+            agent_session = await self.backend.open_session(ref, "agent")
+            sessions.append(agent_session)
+            user_session = None
+            if self.has_user_tools:
+                user_session = await self.backend.open_session(ref, "user")
+                sessions.append(user_session)
+            agent_tools = await agent_session.list_tools()
+            user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
+            agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
+            user = self._make_user(task, [] if self.solo else user_tools, seed)
+            orchestrator = Orchestrator(
+                agent,
+                user,
+                agent_session,
+                user_session,
+                limits=Limits(self.config.max_steps, self.config.max_errors),
+                solo=self.solo,
+                user_tool_names={t.name for t in user_tools},
+                agent_tool_names={t.name for t in agent_tools},
+                enforce_protocol=self.config.enforce_protocol,
+            )
+            conversation = await orchestrator.run(history_messages(task))
+            reward_info = await self.grader.grade(
+                task, conversation.messages, conversation.termination.value, ref
+            )
+        finally:
+            for session in sessions:
+                await session.close()
+            await self._forget(ref)
+        return self._record(task, trial, seed, conversation, reward_info, ref)
+
+    async def _forget(self, ref: EpisodeRef) -> None:
+        try:
+            await self.backend.delete_episode(ref)
+        except Exception:  # noqa: BLE001 - the server evicts old episodes anyway
+            pass
+
+    def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int) -> Agent:
+        context = AgentContext(
+            task=task,
+            domain=self.domain.name,
+            policy=self.policy,
+            tools=tools,
+            llm=self.config.agent_llm,
+            llm_args=dict(self.config.agent_llm_args),
+            solo=self.solo,
+            seed=seed,
+        )
+        try:
+            return self.agent_cls(context)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _make_user(self, task: Task, tools: list[ToolInfo], seed: int) -> UserSimulator:
+        context = UserContext(
+            task=task,
+            domain=self.domain.name,
+            guidelines=self.user_guidelines(),
+            tools=tools,
+            llm=self.config.user_llm,
+            llm_args=dict(self.config.user_llm_args),
+            seed=seed,
+        )
+        try:
+            return self.user_cls(context)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _record(self, task, trial, seed, conversation, reward_info, ref) -> dict[str, Any]:
+        messages = [dump_message(m) for m in conversation.messages]
+        agent_costs = [
+            m["cost"] for m in messages if m["role"] == "assistant" and m.get("cost") is not None
+        ]
+        user_costs = [
+            m["cost"] for m in messages if m["role"] == "user" and m.get("cost") is not None
+        ]
+        return {
+            "id": str(uuid.uuid4()),
+            "task_id": task.id,
+            "timestamp": conversation.end_time,
+            "start_time": conversation.start_time,
+            "end_time": conversation.end_time,
+            "duration": conversation.duration,
+            "termination_reason": conversation.termination.value,
+            "agent_cost": sum(agent_costs) if agent_costs else None,
+            "user_cost": sum(user_costs) if user_costs else None,
+            "reward_info": reward_info,
+            "messages": messages,
+            "trial": trial,
+            "seed": seed,
+            "mode": "half_duplex",
+            "info": {
+                "episode_id": ref.episode_id,
+                "steps": conversation.steps,
+                "tool_errors": conversation.tool_errors,
+                "history_length": conversation.history_length,
+            },
+        }
+
+    # --- many simulations -------------------------------------------------------------------
+    async def run(
+        self,
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> ResultsFile:
+        config = self.config
+        tasks = select_tasks(self.domain, config)
+        self.user_guidelines()
+        results = ResultsFile(
+            config.save_to,
+            self.info(),
+            [t.model_dump(mode="json", exclude_none=True) for t in tasks],
+        )
+        done: set[tuple[str, int]] = set()
+        if config.save_to is not None and Path(config.save_to).exists():
+            done = self._resume(results, Path(config.save_to))
+        seeds = trial_seeds(config.seed, config.num_trials)
+        todo = [
+            (task, trial)
+            for trial in range(config.num_trials)
+            for task in tasks
+            if (task.id, trial) not in done
+        ]
+        results.save()
+        if on_start is not None:
+            on_start(len(todo))
+        limit = asyncio.Semaphore(max(1, config.max_concurrency))
+
+        async def one(task: Task, trial: int) -> None:
+            async with limit:
+                sim = await self.simulate(task, trial, seeds[trial])
+            results.add(sim)
+            if on_done is not None:
+                on_done(sim)
+
+        await asyncio.gather(*(one(task, trial) for task, trial in todo))
+        results.save()
+        return results
+
+    def _resume(self, results: ResultsFile, path: Path) -> set[tuple[str, int]]:
+        """Keep a previous run's finished simulations (infrastructure failures are re-run)."""
+        previous = load_results(path)
+        old_domain = ((previous.get("info") or {}).get("environment_info") or {}).get("domain_name")
+        if old_domain not in (None, self.domain.name):
+            raise ConfigError(
+                f"{path} holds a run on domain '{old_domain}', not '{self.domain.name}'"
+            )
+        done = set()
+        for sim in previous["simulations"]:
+            if sim.get("termination_reason") == INFRA:
+                continue
+            key = (str(sim.get("task_id")), int(sim.get("trial") or 0))
+            if key in done:
+                continue
+            done.add(key)
+            results.add(sim, save=False)
+        return done

@@ -1,0 +1,52 @@
+"""The user-simulator interface the orchestrator drives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.backend import ToolInfo
+from harness.messages import ChatMessage, Message, ToolMessage
+from servers.engine.tasks import Task
+
+
+@dataclass
+class UserContext:
+    task: Task
+    domain: str
+    guidelines: str | None
+    tools: list[ToolInfo]
+    llm: str | None = None
+    llm_args: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+
+
+class UserSimulator:
+    """`respond` gets the agent's message or the results of the user's own tool calls and
+    returns the user's next message (text, or tool calls on the user's own tools)."""
+
+    implementation = "user"
+
+    def __init__(self, context: UserContext) -> None:
+        self.context = context
+        self.history: list[Message] = []
+
+    def start(self, history: list[Message]) -> None:
+        self.history = [m for m in history if _user_can_see(m)]
+
+    async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
+        raise NotImplementedError
+
+    def record(self, incoming: ChatMessage | list[ToolMessage]) -> None:
+        if isinstance(incoming, list):
+            self.history.extend(incoming)
+        elif incoming.has_text() or incoming.is_tool_call():
+            self.history.append(incoming)
+
+
+def _user_can_see(message: Message) -> bool:
+    if isinstance(message, ToolMessage):
+        return message.requestor == "user"
+    if message.role == "assistant":
+        return not message.is_tool_call()
+    return message.role == "user"

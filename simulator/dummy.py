@@ -1,0 +1,16 @@
+"""The dummy user of solo runs: it is never asked to speak."""
+
+from __future__ import annotations
+
+from harness.messages import ChatMessage, ToolMessage
+from simulator.base import UserSimulator
+
+
+class DummyUser(UserSimulator):
+    implementation = "dummy"
+
+    def start(self, history) -> None:
+        self.history = []
+
+    async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
+        raise RuntimeError("the dummy user cannot take a turn; use it only with a solo agent")

@@ -1,0 +1,58 @@
+"""The model-driven user: the data folder's simulation guidelines plus the task's scenario."""
+
+from __future__ import annotations
+
+from harness import llm
+from harness.messages import ChatMessage, Message, ToolCall, ToolMessage
+from simulator.base import UserContext, UserSimulator
+from simulator.scenario import scenario_text
+
+PERSONA_SLOT = "<PERSONA_GUIDELINES>"
+
+
+def user_prompt(guidelines: str, scenario: str) -> str:
+    return f"{guidelines.replace(PERSONA_SLOT, '').strip()}\n\n# Your scenario\n{scenario}"
+
+
+def as_seen_by_user(message: Message) -> dict:
+    """The user model plays the `assistant` role: its own messages are the assistant's, the
+    agent's are the `user`'s."""
+    if isinstance(message, ToolMessage):
+        return llm.to_openai(message)
+    if message.role == "user":
+        return llm.to_openai(message.model_copy(update={"role": "assistant"}))
+    return {"role": "user", "content": message.content or ""}
+
+
+class LLMUser(UserSimulator):
+    implementation = "llm"
+
+    def __init__(self, context: UserContext) -> None:
+        super().__init__(context)
+        if not context.llm:
+            raise ValueError("the llm user needs a model (--user-llm)")
+        if not context.guidelines:
+            raise ValueError("the llm user needs the data folder's user simulator guidelines")
+        self.system = user_prompt(context.guidelines, scenario_text(context.task.user_scenario))
+        self.tool_schemas = [t.openai_schema() for t in context.tools]
+
+    async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
+        self.record(incoming)
+        messages = [
+            {"role": "system", "content": self.system},
+            *(as_seen_by_user(m) for m in self.history),
+        ]
+        args = dict(self.context.llm_args)
+        if self.context.seed is not None:
+            args.setdefault("seed", self.context.seed)
+        reply = await llm.generate(
+            self.context.llm, messages, tools=self.tool_schemas or None, role="user", **args
+        )
+        if reply.tool_calls:
+            calls = [
+                ToolCall(id=tc.id, name=tc.name, arguments=tc.arguments, requestor="user")
+                for tc in reply.tool_calls
+            ]
+            reply = reply.model_copy(update={"tool_calls": calls})
+        self.history.append(reply)
+        return reply

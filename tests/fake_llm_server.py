@@ -1,0 +1,113 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for tests that drive real litellm.
+
+Each model name has a queue of replies (text or tool calls); every request pops the next one
+and is kept for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"content": content}
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [(name, arguments)]}
+
+
+class FakeLLMServer:
+    def __init__(self) -> None:
+        self.scripts: dict[str, deque] = defaultdict(deque)
+        self.requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.port = _free_port()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def llm_args(self) -> dict[str, Any]:
+        return {"api_base": self.api_base, "api_key": "fake-key", "num_retries": 0}
+
+    def script(self, model: str, *replies: dict[str, Any]) -> None:
+        self.scripts[model].extend(replies)
+
+    async def _complete(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        model = body.get("model", "")
+        self.requests[model].append(body)
+        queue = self.scripts.get(model)
+        if not queue:
+            return JSONResponse(
+                {"error": {"message": f"no scripted reply left for {model}"}}, status_code=500
+            )
+        reply = queue.popleft()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        if reply.get("tool_calls"):
+            message["tool_calls"] = []
+            for name, arguments in reply["tool_calls"]:
+                self._ids += 1
+                message["tool_calls"].append(
+                    {
+                        "id": f"call_{self._ids}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                )
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{self._ids}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            }
+        )
+
+    def __enter__(self) -> FakeLLMServer:
+        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.time() + 10
+        while not self._server.started:
+            if time.time() > deadline:
+                raise RuntimeError("fake LLM server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

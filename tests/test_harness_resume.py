@@ -1,0 +1,91 @@
+"""A run killed mid-way keeps every finished simulation in a valid file, and rerunning with the
+same --save-to finishes only what is missing. Also exercises the `module:Class` agent plug-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from harness.agents import OracleAgent
+from tests.conformance import DATA_DIR, ROOT
+from tests.harness_support import needs_data
+
+pytestmark = needs_data
+
+
+class SlowOracle(OracleAgent):
+    """The oracle, slowed down so the test can kill the run between simulations."""
+
+    implementation = "slow-oracle"
+
+    async def respond(self, incoming):
+        await asyncio.sleep(0.15)
+        return await super().respond(incoming)
+
+
+def _harness(save_to, agent: str) -> subprocess.Popen:
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--domain",
+        "mock",
+        "--agent",
+        agent,
+        "--user",
+        "scripted",
+        "--max-concurrency",
+        "1",
+        "--judge-llm",
+        "none",
+        "--save-to",
+        str(save_to),
+        "--data-dir",
+        str(DATA_DIR),
+    ]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
+    save_to = tmp_path / "results.json"
+    proc = _harness(save_to, "tests.test_harness_resume:SlowOracle")
+    deadline = time.time() + 60
+    finished: list[dict] = []
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            if save_to.exists():
+                finished = json.loads(save_to.read_text())["simulations"]  # always a whole file
+                if len(finished) >= 3:
+                    proc.send_signal(signal.SIGKILL)
+                    break
+            time.sleep(0.02)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+
+    after_kill = json.loads(save_to.read_text())
+    kept = {s["id"]: s for s in after_kill["simulations"]}
+    assert 3 <= len(kept) < 10
+    assert (
+        after_kill["info"]["agent_info"]["implementation"] == "tests.test_harness_resume:SlowOracle"
+    )
+
+    rerun = _harness(save_to, "oracle")
+    out, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err.decode()[-2000:]
+    final = json.loads(save_to.read_text())["simulations"]
+    assert len(final) == 10 and len({s["task_id"] for s in final}) == 10
+    by_id = {s["id"]: s for s in final}
+    for sim_id, sim in kept.items():
+        assert by_id[sim_id] == sim  # finished simulations are kept as they were
+    assert all(s["reward_info"]["db_check"]["db_match"] for s in final)
+    assert b"pass^1" in out
