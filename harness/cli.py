@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,13 +129,17 @@ def run(
         None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token."
     ),
     save_to: Path = typer.Option(
-        None, "--save-to", help="Results file; rerunning with it resumes."
+        None,
+        "--save-to",
+        help="Results file; rerunning with it resumes (default: a new file under ./results/).",
     ),
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
 ) -> None:
     """Run simulations, grade them and save the results."""
+    if save_to is None:
+        save_to = _default_results_path(domain, agent, user)
     config = RunConfig(
         domain=domain,
         agent=agent,
@@ -161,6 +166,13 @@ def run(
         asyncio.run(_run(config, loaded, server, server_token))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
+
+
+def _default_results_path(domain: str, agent: str, user: str) -> Path:
+    """results/<time>_<domain>_<agent>_<user>.json, safe as a file name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}_{domain}_{agent}_{user}".replace(":", "-").replace("/", "-")
+    return Path("results") / f"{name}.json"
 
 
 async def _run(config: RunConfig, domain, server: str | None, token: str | None) -> None:
