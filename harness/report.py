@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.metrics import Summary, summarize
+from harness.metrics import INFRA, Summary, summarize
 
 
 def _money(value: float | None) -> str:
@@ -47,7 +47,28 @@ def print_summary(
 ) -> Summary:
     summary = summarize(simulations)
     console.print(summary_table(summary, title))
+    causes = infrastructure_causes(simulations)
+    if causes:
+        console.print(
+            "[bold red]infrastructure errors[/] (re-run with the same --save-to to retry):"
+        )
+        for cause, count in causes:
+            console.print(Text(f"  {count} x {cause}"))
     return summary
+
+
+def infrastructure_causes(
+    simulations: list[dict[str, Any]], limit: int = 5
+) -> list[tuple[str, int]]:
+    """The most frequent reasons simulations failed for infrastructure reasons, shortened."""
+    counts: dict[str, int] = {}
+    for sim in simulations:
+        if sim.get("termination_reason") != INFRA:
+            continue
+        cause = str((sim.get("info") or {}).get("error") or "unknown error")
+        cause = cause if len(cause) <= 300 else cause[:297] + "..."
+        counts[cause] = counts.get(cause, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
 
 
 def simulations_table(simulations: list[dict[str, Any]]) -> Table:

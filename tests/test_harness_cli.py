@@ -176,3 +176,17 @@ def test_errors_are_one_sentence(tmp_path):
         assert (
             result.output.strip().startswith("error:") and result.output.strip().count("\n") == 0
         ), result.output
+
+
+def test_infrastructure_causes_are_counted_and_shortened() -> None:
+    from harness.report import infrastructure_causes
+
+    sims = [
+        {"termination_reason": "infrastructure_error", "info": {"error": "AuthenticationError: no key"}},
+        {"termination_reason": "infrastructure_error", "info": {"error": "AuthenticationError: no key"}},
+        {"termination_reason": "infrastructure_error", "info": {"error": "x" * 400}},
+        {"termination_reason": "user_stop", "info": {"error": "ignored"}},
+    ]
+    causes = infrastructure_causes(sims)
+    assert causes[0] == ("AuthenticationError: no key", 2)
+    assert len(causes) == 2 and causes[1][0].endswith("...") and len(causes[1][0]) == 300
