@@ -195,11 +195,12 @@ class Orchestrator:
             self.trajectory.extend(results)
             self.receiver, self.sender, self.message = self.sender, Role.ENV, results
         self.steps += 1
-        if self.enforce_protocol and not self.done:
+        if self.enforce_protocol:
             self._check_protocol()
 
     def _check_protocol(self) -> None:
-        """Optional strict mode: a message is text or tool calls, never both."""
+        """Optional strict mode: a message is text or tool calls, never both. A message that
+        ends the conversation is checked too (a stop that also calls tools is an error)."""
         if self.sender == Role.ENV or not isinstance(self.message, ChatMessage):
             return
         if self.message.has_text() and self.message.is_tool_call():
@@ -238,6 +239,8 @@ class Orchestrator:
     async def run(self, history: list[Message]) -> Conversation:
         start_time, started = now(), time.perf_counter()
         await self._begin(history)
+        if self.enforce_protocol:
+            self._check_protocol()  # the task's history may end on a mixed message
         while not self.done:
             await self._step()
             self._check_limits()

@@ -44,7 +44,7 @@ class LLMUser(UserSimulator):
         ]
         args = dict(self.context.llm_args)
         if self.context.seed is not None:
-            args.setdefault("seed", self.context.seed)
+            args["seed"] = self.context.seed  # the trial's seed wins, as for the agent
         reply = await llm.generate(
             self.context.llm, messages, tools=self.tool_schemas or None, role="user", **args
         )

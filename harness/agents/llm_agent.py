@@ -51,9 +51,10 @@ class LLMAgent(Agent):
         return reply
 
     def _llm_args(self) -> dict:
+        # The trial's seed wins over a seed in --agent-llm-args, as in the reference.
         args = dict(self.context.llm_args)
         if self.context.seed is not None:
-            args.setdefault("seed", self.context.seed)
+            args["seed"] = self.context.seed
         return args
 
 
