@@ -78,7 +78,17 @@ class Episode:
             self._sync()
             return ToolOutcome(render_result(result), False)
         except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
+            self._sync_after_failure()
             return ToolOutcome(render_error(exc), True)
+
+    def _sync_after_failure(self) -> None:
+        """The reference's orchestrator re-syncs the two sides after every step, failed calls
+        included, so a call that changed state before failing is synced too. The call's own
+        error is what the caller must see, so a failure of the sync itself is not reported."""
+        try:
+            self._sync()
+        except Exception:  # noqa: BLE001, S110
+            pass
 
     def run_function(self, call: EnvFunctionCall) -> Any:
         """Run a non-tool helper (initialization action or assertion) on either side."""
