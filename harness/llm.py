@@ -48,6 +48,11 @@ def to_openai(message: Message | dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class MalformedToolCall(RuntimeError):
+    """The model's tool-call arguments are not a JSON object. The reference fails the attempt
+    (and retries the simulation) in this case rather than showing the model an error, so do we."""
+
+
 def _parse_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -56,8 +61,12 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except (TypeError, json.JSONDecodeError):
-        return {"__unparsed_arguments__": raw}
-    return value if isinstance(value, dict) else {"__unparsed_arguments__": value}
+        raise MalformedToolCall(
+            f"tool-call arguments are not valid JSON: {str(raw)[:200]!r}"
+        ) from None
+    if not isinstance(value, dict):
+        raise MalformedToolCall(f"tool-call arguments are not a JSON object: {str(raw)[:200]!r}")
+    return value
 
 
 def _cost(litellm, response: Any) -> float:

@@ -345,3 +345,13 @@ async def test_protocol_enforcement_and_empty_messages(mock):
     assert lenient.termination.value == "max_steps" and lenient.messages[3].role == "tool"
     with pytest.raises(EmptyMessageError):
         await converse(SilentAgent, False)
+
+
+def test_malformed_tool_call_arguments_fail_the_attempt() -> None:
+    from harness.llm import MalformedToolCall, _parse_arguments
+
+    assert _parse_arguments('{"a": 1}') == {"a": 1} and _parse_arguments("") == {}
+    with pytest.raises(MalformedToolCall, match="not valid JSON"):
+        _parse_arguments("{oops")
+    with pytest.raises(MalformedToolCall, match="not a JSON object"):
+        _parse_arguments("[1, 2]")
