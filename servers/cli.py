@@ -106,6 +106,8 @@ def serve(
     )
     try:
         loaded = serving_domains(domains, data_dir)
+        for domain in loaded.values():
+            domain.warm()  # bad data fails here, with one sentence, not in uvicorn's startup
         settings = ServerSettings(
             token=token_from_env(token), max_body_bytes=max_body, capacity=capacity
         )

@@ -166,3 +166,20 @@ def test_config_claude_snippets() -> None:
         entry["args"][:5] == ["stdio", "--domain", "telecom", "--side", "user"]
         and str(DATA_DIR.resolve()) in entry["args"]
     )
+
+
+def test_serve_with_corrupt_data_fails_in_one_sentence(tmp_path) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from servers.cli import app as cli_app
+    from servers.engine.data import DEMO_DIR
+
+    folder = tmp_path / "data"
+    shutil.copytree(DEMO_DIR, folder)
+    (folder / "tau2/domains/mock/db.json").write_text("{broken")
+    result = CliRunner().invoke(cli_app, ["serve", "--data-dir", str(folder), "--port", "1"])
+    assert result.exit_code != 0
+    assert "corrupt data file" in result.output and "db.json" in result.output
+    assert "Traceback" not in result.output
