@@ -73,7 +73,7 @@ async def _backend(domain, server: str | None, token: str | None):
     from harness.http_backend import in_process_backend, remote_backend
 
     if server:
-        return await remote_backend(server, token)
+        return await remote_backend(server, token, domain.name)
     return await in_process_backend({domain.name: domain}, token)
 
 

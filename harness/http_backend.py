@@ -179,5 +179,29 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
     return await HttpBackend(app=app, token=token).start()
 
 
-async def remote_backend(url: str, token: str | None = None) -> HttpBackend:
-    return await HttpBackend(url, token=token).start()
+async def remote_backend(
+    url: str, token: str | None = None, domain: str | None = None
+) -> HttpBackend:
+    """A backend on a running server, checked first so a wrong URL, a missing token or a domain
+    the server does not serve is one clear error instead of a run of failed simulations."""
+    backend = await HttpBackend(url, token=token).start()
+    try:
+        response = await backend._http.get(f"{backend.base_url}/health")
+    except httpx2.HTTPError as exc:
+        await backend.close()
+        raise InfrastructureError(f"cannot reach tau-server at {url} ({exc})") from None
+    if response.status_code == 401:
+        await backend.close()
+        raise InfrastructureError(f"tau-server at {url} wants a token (--server-token)")
+    served = (response.json() or {}).get("domains", []) if response.status_code == 200 else None
+    if served is None:
+        await backend.close()
+        raise InfrastructureError(
+            f"{url} is not a tau-server (GET /health: {response.status_code})"
+        )
+    if domain is not None and domain not in served:
+        await backend.close()
+        raise InfrastructureError(
+            f"tau-server at {url} does not serve '{domain}' (serves: {', '.join(served)})"
+        )
+    return backend
