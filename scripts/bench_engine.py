@@ -22,7 +22,11 @@ def first_write(store: EpisodeStore, domain: str) -> tuple[str, list]:
     """A base-split task and its gold actions up to and including the first write."""
     dom = store.domain(domain)
     for task_id in dom.task_ids("base"):
-        actions = (dom.task(task_id).evaluation_criteria.actions or []) if dom.task(task_id).evaluation_criteria else []
+        actions = (
+            (dom.task(task_id).evaluation_criteria.actions or [])
+            if dom.task(task_id).evaluation_criteria
+            else []
+        )
         prefix = []
         for action in actions:
             prefix.append(action)
@@ -35,7 +39,9 @@ def first_write(store: EpisodeStore, domain: str) -> tuple[str, list]:
 
 def play(episode: Episode, actions: list) -> None:
     for action in actions:
-        episode.call("user" if action.requestor == "user" else "agent", action.name, action.arguments)
+        episode.call(
+            "user" if action.requestor == "user" else "agent", action.name, action.arguments
+        )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -54,7 +60,9 @@ def main() -> None:
     store = EpisodeStore(load_domains([args.domain], args.data_dir), capacity=10**9)
     domain = store.domain(args.domain)
     domain.warm()
-    print(f"load + warm {args.domain}: {(time.perf_counter() - t0) * 1000:.0f} ms (once per process)")
+    print(
+        f"load + warm {args.domain}: {(time.perf_counter() - t0) * 1000:.0f} ms (once per process)"
+    )
     task_id, actions = first_write(store, args.domain)
     print(f"task {task_id}: {len(actions)} gold actions up to the first write ({actions[-1].name})")
 
@@ -64,7 +72,9 @@ def main() -> None:
         store.create(args.domain, task_id, f"c{i}")
         create_ms.append((time.perf_counter() - start) * 1000)
         store.delete(args.domain, f"c{i}")
-    print(f"episode creation: p50 {statistics.median(create_ms):.3f} ms, p95 {percentile(create_ms, 0.95):.3f} ms  (goal p50 <= 5 ms)")
+    print(
+        f"episode creation: p50 {statistics.median(create_ms):.3f} ms, p95 {percentile(create_ms, 0.95):.3f} ms  (goal p50 <= 5 ms)"
+    )
 
     gc.collect()
     tracemalloc.start()
@@ -75,7 +85,9 @@ def main() -> None:
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     per_episode_kb = (after - before) / args.episodes / 1024
-    print(f"retained per live episode after one write: {per_episode_kb:.1f} KB over {args.episodes} live episodes  (goal <= 100 KB)")
+    print(
+        f"retained per live episode after one write: {per_episode_kb:.1f} KB over {args.episodes} live episodes  (goal <= 100 KB)"
+    )
 
     snap_ms = []
     for i in range(min(args.episodes, 300)):
@@ -84,7 +96,9 @@ def main() -> None:
         episode.snapshot()
         episode.hashes()
         snap_ms.append((time.perf_counter() - start) * 1000)
-    print(f"snapshot + canonical hash: p50 {statistics.median(snap_ms):.2f} ms, p95 {percentile(snap_ms, 0.95):.2f} ms  (goal <= 50 ms)")
+    print(
+        f"snapshot + canonical hash: p50 {statistics.median(snap_ms):.2f} ms, p95 {percentile(snap_ms, 0.95):.2f} ms  (goal <= 50 ms)"
+    )
 
 
 if __name__ == "__main__":

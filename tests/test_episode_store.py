@@ -156,6 +156,8 @@ def test_policy_texts_and_solo_support(store: EpisodeStore) -> None:
     assert "Task desk" in domain.policy() and "ticket mode" in domain.policy(solo=True)
     from servers.engine.domain import Domain, DomainSpec
 
-    no_solo = Domain(DomainSpec(**{**domain.spec.__dict__, "solo_policy_files": ()}), domain.data_dir)
+    no_solo = Domain(
+        DomainSpec(**{**domain.spec.__dict__, "solo_policy_files": ()}), domain.data_dir
+    )
     with pytest.raises(EngineError, match="does not support solo mode"):
         no_solo.policy(solo=True)

@@ -182,8 +182,14 @@ def test_infrastructure_causes_are_counted_and_shortened() -> None:
     from harness.report import infrastructure_causes
 
     sims = [
-        {"termination_reason": "infrastructure_error", "info": {"error": "AuthenticationError: no key"}},
-        {"termination_reason": "infrastructure_error", "info": {"error": "AuthenticationError: no key"}},
+        {
+            "termination_reason": "infrastructure_error",
+            "info": {"error": "AuthenticationError: no key"},
+        },
+        {
+            "termination_reason": "infrastructure_error",
+            "info": {"error": "AuthenticationError: no key"},
+        },
         {"termination_reason": "infrastructure_error", "info": {"error": "x" * 400}},
         {"termination_reason": "user_stop", "info": {"error": "ignored"}},
     ]

@@ -139,7 +139,9 @@ async def test_telecom_user_tools_solve_the_task(fake: FakeLLMServer):
         ("assert_can_send_mms", True),
         ("assert_data_refueling_amount", True),
     ]
-    assert info["db_check"] == {"db_match": True, "db_reward": 1.0}
+    # The reference's gold state for telecom skips the device sync after the gold actions, so
+    # its db_check reports a mismatch even for a solved task (DB is not in telecom's reward).
+    assert info["db_check"] == {"db_match": False, "db_reward": 0.0}
     assert [c["action_match"] for c in info["action_checks"]] == [True, True]
     assert info["reward_breakdown"] == {"ENV_ASSERTION": 1.0} and info["reward"] == 1.0
 

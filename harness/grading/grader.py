@@ -1,7 +1,8 @@
 """Reward for one simulation, in the reference's reward_info layout.
 
 DB: the finished episode's agent and user DB hashes against the gold ones (the task's initial
-state plus its gold actions, replayed once per task on a fresh episode). ENV_ASSERTION: the
+state plus its gold actions, applied once per task on a local engine episode the way the
+reference's grader applies them: see `gold_hashes_of`). ENV_ASSERTION: the
 task's assertions run server-side on the finished episode. ACTION, COMMUNICATE: from the
 trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task's basis.
 """
@@ -9,6 +10,7 @@ trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task'
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from harness.backend import EpisodeBackend, EpisodeRef
@@ -16,6 +18,7 @@ from harness.grading.checks import Component, check_actions, check_communication
 from harness.grading.judge import Judge
 from harness.messages import Message
 from servers.engine.domain import Domain
+from servers.engine.episode import Episode
 from servers.engine.tasks import Task
 
 GRADED_ENDINGS = {"agent_stop", "user_stop"}
@@ -70,18 +73,7 @@ class Grader:
             raise
 
     async def _compute_gold(self, task: Task) -> dict[str, str | None]:
-        ref = await self.backend.create_episode(self.domain.name, task.id)
-        try:
-            actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
-            calls = [
-                {"requestor": a.requestor, "name": a.name, "arguments": a.arguments}
-                for a in actions
-            ]
-            if calls:
-                await self.backend.replay(ref, calls, only_mutating=False)
-            return await self.backend.hashes(ref)
-        finally:
-            await self.backend.delete_episode(ref)
+        return gold_hashes_of(self.domain, task)
 
     # --- predicted state for re-grading ----------------------------------------------------
     async def rebuild(
@@ -188,7 +180,11 @@ class Grader:
         if "ENV_ASSERTION" in criteria.reward_basis:
             breakdown["ENV_ASSERTION"] = assertion_reward
             reward *= assertion_reward
-        info = {"assertion_errors": errors} if errors else None
+        # The hashes themselves, for diagnosis and for checks against recorded final states
+        # (the reference's db_check carries only the verdict).
+        info: dict[str, Any] = {"db_hashes": {"final": got, "gold": gold}}
+        if errors:
+            info["assertion_errors"] = errors
         return _EnvComponent(
             reward, checks, breakdown, info, {"db_match": db_match, "db_reward": db_reward}
         )
@@ -210,6 +206,25 @@ class Grader:
         return Component(
             reward, checks, {"NL_ASSERTION": reward}, {"judge": self.judge.model, "cost": cost}
         )
+
+
+def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
+    """The gold DB hashes as the reference's grader computes them: the task's initial state,
+    then each gold action applied straight to its side's tools. A failing action is skipped
+    with whatever it changed kept, and no domain sync runs after the actions (the reference
+    syncs only while setting up the initial state), so in telecom the phone's surroundings are
+    not refreshed from the carrier's records after the gold actions."""
+    episode = Episode(domain, f"gold-{uuid.uuid4().hex}", task)
+    actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
+    for action in actions:
+        toolkit = episode.toolkit("user" if action.requestor == "user" else "agent")
+        try:
+            if toolkit is None or not toolkit.has_tool(action.name):
+                raise ValueError(f"Tool '{action.name}' not found.")
+            getattr(toolkit, action.name)(**(action.arguments or {}))
+        except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
+            continue
+    return episode.hashes()
 
 
 class _EnvComponent(Component):
