@@ -276,9 +276,13 @@ def perturb(base: Path, domain: str, out: Path, seed: int) -> None:
 
 # --- fixture ----------------------------------------------------------------------------------
 def strip_message(m: dict) -> dict:
+    """Keep what grading reads. User messages and tool outputs are elided: no grading rule
+    reads them, and they would repeat the data's task texts and database records."""
     kept = {k: m[k] for k in KEEP_MESSAGE_FIELDS if k in m and m[k] is not None}
     if m.get("role") == "tool":
-        kept.setdefault("content", "")
+        kept["content"] = "(tool output elided)"
+    elif m.get("role") == "user" and kept.get("content"):
+        kept["content"] = "(elided)"
     return kept
 
 
