@@ -317,7 +317,9 @@ def fixture(folder: Path, out: Path, per_label: int, seed: int) -> None:
         "about": (
             "Simulations with the reward the reference tau2-bench v1.0.1 grader gives them "
             "(NL assertions judged 'met' by a stub on both sides). Built by "
-            "scripts/make_grading_fixture.py; checked by tests/test_grading_vs_reference.py."
+            "scripts/make_grading_fixture.py; checked by tests/test_grading_vs_reference.py. "
+            "User messages and tool outputs are elided: grading reads neither, and they would "
+            "repeat task texts and database records."
         ),
         "domains": {},
     }
