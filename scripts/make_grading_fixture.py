@@ -286,29 +286,10 @@ def strip_message(m: dict) -> dict:
     return kept
 
 
-def comparable(reward_info: dict | None) -> dict | None:
-    """The parts of a reward_info both graders must agree on (justifications, notes and
-    free-text info aside)."""
-    if reward_info is None:
-        return None
-    ri = reward_info
+def _comparable(reward_info):
+    from harness.grading.compare import comparable
 
-    def rows(name, keys):
-        items = ri.get(name)
-        return None if not items else [{k: c.get(k) for k in keys} for c in items]
-
-    return {
-        "reward": ri.get("reward"),
-        "db_check": ri.get("db_check"),
-        "env_assertions": rows("env_assertions", ("env_assertion", "met", "reward")),
-        "action_checks": rows(
-            "action_checks", ("action", "action_match", "action_reward", "tool_type")
-        ),
-        "communicate_checks": rows("communicate_checks", ("info", "met")),
-        "nl_assertions": rows("nl_assertions", ("nl_assertion", "met")),
-        "reward_basis": ri.get("reward_basis"),
-        "reward_breakdown": ri.get("reward_breakdown"),
-    }
+    return comparable(reward_info)
 
 
 def fixture(folder: Path, out: Path, per_label: int, seed: int) -> None:
@@ -345,7 +326,7 @@ def fixture(folder: Path, out: Path, per_label: int, seed: int) -> None:
                 "task_id": sim["task_id"],
                 "termination_reason": sim["termination_reason"],
                 "messages": [strip_message(m) for m in sim["messages"]],
-                "reference": comparable(reference[sim["id"]]),
+                "reference": _comparable(reference[sim["id"]]),
             }
             for sim in sorted(chosen, key=lambda s: s["id"])
         ]

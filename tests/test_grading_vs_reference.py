@@ -20,6 +20,7 @@ import pytest
 from harness.engine_backend import EngineBackend
 from harness.evaluate import regrade
 from harness.grading import Grader
+from harness.grading.compare import comparable
 from tests.harness_support import load, needs_data
 
 pytestmark = needs_data
@@ -35,29 +36,6 @@ class AllMetJudge:
 
     async def judge(self, messages, statements):
         return [{"nl_assertion": s, "met": True, "justification": "stub"} for s in statements], 0.0
-
-
-def comparable(ri: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The parts of a reward_info both graders must agree on (no free text)."""
-    if ri is None:
-        return None
-
-    def rows(name, keys):
-        items = ri.get(name)
-        return None if not items else [{k: c.get(k) for k in keys} for c in items]
-
-    return {
-        "reward": ri.get("reward"),
-        "db_check": ri.get("db_check"),
-        "env_assertions": rows("env_assertions", ("env_assertion", "met", "reward")),
-        "action_checks": rows(
-            "action_checks", ("action", "action_match", "action_reward", "tool_type")
-        ),
-        "communicate_checks": rows("communicate_checks", ("info", "met")),
-        "nl_assertions": rows("nl_assertions", ("nl_assertion", "met")),
-        "reward_basis": ri.get("reward_basis"),
-        "reward_breakdown": ri.get("reward_breakdown"),
-    }
 
 
 @pytest.fixture(scope="module")
