@@ -196,3 +196,13 @@ def test_infrastructure_causes_are_counted_and_shortened() -> None:
     causes = infrastructure_causes(sims)
     assert causes[0] == ("AuthenticationError: no key", 2)
     assert len(causes) == 2 and causes[1][0].endswith("...") and len(causes[1][0]) == 300
+
+
+def test_task_ids_take_space_separated_values_like_the_reference(tmp_path):
+    out, _ = _run(tmp_path, "--task-ids", "create_task_1", "update_task_1", "--num-trials", "1")
+    sims = json.loads(out.read_text())["simulations"]
+    assert sorted(s["task_id"] for s in sims) == ["create_task_1", "update_task_1"]
+    stray = CliRunner().invoke(
+        app, ["run", "--domain", "mock", "stray", "--data-dir", str(DATA_DIR)]
+    )
+    assert stray.exit_code == 1 and "unexpected arguments: stray" in stray.output
