@@ -1,7 +1,10 @@
-"""Results files in the reference's layout, written atomically so a killed run loses nothing.
+"""Results files in the reference's layout, written so that a killed run loses nothing.
 
-Each finished simulation is serialized once; every save writes the whole file to a temporary
-sibling and renames it over the old one, so readers only ever see a complete file.
+Each finished simulation is appended at once to a journal beside the results file
+(`<file>.journal.jsonl`, one JSON line per simulation). The results file itself is rewritten
+atomically (temporary sibling, then rename) at most every few seconds and at the end, so readers
+only ever see a complete file and a long run does not rewrite a large file after every
+simulation. Reading a results file folds in its journal; a finished run removes the journal.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,33 @@ class ResultsError(ValueError):
     pass
 
 
+SAVE_INTERVAL_S = 5.0
+
+
+def journal_path(path: Path) -> Path:
+    return path.with_name(path.name + ".journal.jsonl")
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Simulations recorded in a results file's journal; a torn last line (the process was
+    killed mid-write) is ignored."""
+    journal = journal_path(Path(path))
+    if not journal.is_file():
+        return []
+    sims = []
+    for line in journal.read_text(encoding="utf-8").splitlines():
+        try:
+            sims.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return sims
+
+
 def load_results(path: Path) -> dict[str, Any]:
-    """A results file, or a bare list of simulations wrapped as one."""
+    """A results file (with its journal folded in), or a bare list of simulations wrapped as one."""
+    path = Path(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ResultsError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -31,6 +58,10 @@ def load_results(path: Path) -> dict[str, Any]:
         return {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise ResultsError(f"{path} is neither a results file nor a list of simulations")
+    known = {sim.get("id") for sim in data["simulations"]}
+    extra = [sim for sim in read_journal(path) if sim.get("id") not in known]
+    if extra:
+        data["simulations"] = [*data["simulations"], *extra]
     return data
 
 
@@ -56,12 +87,17 @@ class ResultsFile:
         self.header = {"timestamp": now(), "info": info, "tasks": tasks}
         self.simulations: list[dict[str, Any]] = []
         self._serialized: list[str] = []
+        self._last_save = 0.0
 
     def add(self, simulation: dict[str, Any], save: bool = True) -> None:
+        """Record a simulation. With `save`, it is on disk (journal) before this returns."""
         self.simulations.append(simulation)
         self._serialized.append(json.dumps(simulation, indent=1, default=str))
-        if save:
-            self.save()
+        if save and self.path is not None:
+            with journal_path(self.path).open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(simulation, default=str) + "\n")
+            if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
+                self.save()
 
     def text(self) -> str:
         head = json.dumps(self.header, indent=1, default=str)
@@ -71,8 +107,17 @@ class ResultsFile:
         )
 
     def save(self) -> None:
+        """Rewrite the results file with every simulation so far (the journal stays, in case
+        more simulations are appended after this save)."""
         if self.path is not None:
             atomic_write(self.path, self.text())
+            self._last_save = time.monotonic()
+
+    def finish(self) -> None:
+        """Final save; the journal is then redundant and removed."""
+        self.save()
+        if self.path is not None:
+            journal_path(self.path).unlink(missing_ok=True)
 
     def document(self) -> dict[str, Any]:
         return {**self.header, "simulations": self.simulations}

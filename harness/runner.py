@@ -334,7 +334,7 @@ class Runner:
                 on_done(sim)
 
         await asyncio.gather(*(one(task, trial) for task, trial in todo))
-        results.save()
+        results.finish()
         return results
 
     def _resume(self, results: ResultsFile, path: Path) -> set[tuple[str, int]]:

@@ -12,6 +12,7 @@ import sys
 import time
 
 from harness.agents import OracleAgent
+from harness.results import journal_path, load_results
 from tests.conformance import DATA_DIR, ROOT
 from tests.harness_support import needs_data
 
@@ -63,7 +64,8 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
     try:
         while time.time() < deadline and proc.poll() is None:
             if save_to.exists():
-                finished = json.loads(save_to.read_text())["simulations"]  # always a whole file
+                json.loads(save_to.read_text())  # the results file is always a whole document
+                finished = load_results(save_to)["simulations"]  # file + its journal
                 if len(finished) >= 3:
                     proc.send_signal(signal.SIGKILL)
                     break
@@ -72,7 +74,8 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
 
-    after_kill = json.loads(save_to.read_text())
+    json.loads(save_to.read_text())  # still a valid document after the kill
+    after_kill = load_results(save_to)
     kept = {s["id"]: s for s in after_kill["simulations"]}
     assert 3 <= len(kept) < 10
     assert (
@@ -83,9 +86,27 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
     out, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err.decode()[-2000:]
     final = json.loads(save_to.read_text())["simulations"]
+    assert not journal_path(save_to).exists()  # a finished run folds the journal in
     assert len(final) == 10 and len({s["task_id"] for s in final}) == 10
     by_id = {s["id"]: s for s in final}
     for sim_id, sim in kept.items():
         assert by_id[sim_id] == sim  # finished simulations are kept as they were
     assert all(s["reward_info"]["db_check"]["db_match"] for s in final)
     assert b"pass^1" in out
+
+
+def test_journal_is_folded_in_and_a_torn_line_ignored(tmp_path):
+    from harness.results import ResultsFile
+
+    path = tmp_path / "r.json"
+    results = ResultsFile(path, {"note": "x"}, [])
+    results.save()
+    for i in range(3):
+        results.add({"id": f"s{i}", "task_id": str(i), "trial": 0})
+    with journal_path(path).open("a") as fh:
+        fh.write('{"id": "torn", "task_')  # a write cut short by a kill
+    assert json.loads(path.read_text())["simulations"] == []  # the file lags; the journal has them
+    assert [s["id"] for s in load_results(path)["simulations"]] == ["s0", "s1", "s2"]
+    results.finish()
+    assert not journal_path(path).exists()
+    assert [s["id"] for s in json.loads(path.read_text())["simulations"]] == ["s0", "s1", "s2"]
