@@ -44,6 +44,23 @@ class FakeLLMServer:
     def llm_args(self) -> dict[str, Any]:
         return {"api_base": self.api_base, "api_key": "fake-key", "num_retries": 0}
 
+    def run_config(
+        self, domain: str, task_id: str, agent_model: str, user_model: str, **extra: Any
+    ):
+        """A run of the `llm` agent and the `llm` user, both answered by this server."""
+        from harness.runner import RunConfig
+
+        settings: dict[str, Any] = {
+            "agent": "llm",
+            "agent_llm": f"openai/{agent_model}",
+            "agent_llm_args": self.llm_args(),
+            "user": "llm",
+            "user_llm": f"openai/{user_model}",
+            "user_llm_args": self.llm_args(),
+            "max_retries": 0,
+        }
+        return RunConfig(domain=domain, task_ids=[task_id], **{**settings, **extra})
+
     def script(self, model: str, *replies: dict[str, Any]) -> None:
         self.scripts[model].extend(replies)
 

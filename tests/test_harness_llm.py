@@ -3,8 +3,6 @@ server, with the domain served over MCP (mock: the user has tools of its own).""
 
 from __future__ import annotations
 
-import pytest
-
 from harness.grading import Grader, Judge
 from harness.messages import parse_message
 from harness.runner import RunConfig, Runner
@@ -14,12 +12,6 @@ from tests.harness_support import load, mcp_backend, needs_data
 pytestmark = needs_data
 
 AGENT, USER, JUDGE = "agent-model", "user-model", "judge-model"
-
-
-@pytest.fixture
-def fake():
-    with FakeLLMServer() as server:
-        yield server
 
 
 async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
@@ -36,17 +28,7 @@ async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
         text("task_1 is now completed."),
     )
     domain = load("mock")
-    config = RunConfig(
-        domain="mock",
-        agent="llm",
-        agent_llm=f"openai/{AGENT}",
-        agent_llm_args=fake.llm_args(),
-        user="llm",
-        user_llm=f"openai/{USER}",
-        user_llm_args=fake.llm_args(),
-        task_ids=["update_task_with_user_tools"],
-        max_retries=0,
-    )
+    config = fake.run_config("mock", "update_task_with_user_tools", AGENT, USER)
     async with mcp_backend(domain) as backend:
         results = await Runner(backend, domain, config).run()
     (sim,) = results.simulations
@@ -128,17 +110,7 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
         ),
     )
     domain = load("mock")
-    config = RunConfig(
-        domain="mock",
-        agent="llm",
-        agent_llm=f"openai/{AGENT}",
-        agent_llm_args=fake.llm_args(),
-        user="llm",
-        user_llm=f"openai/{USER}",
-        user_llm_args=fake.llm_args(),
-        task_ids=["create_task_1_nl_eval"],
-        max_retries=0,
-    )
+    config = fake.run_config("mock", "create_task_1_nl_eval", AGENT, USER)
     async with mcp_backend(domain) as backend:
         results = await Runner(backend, domain, config).run()
         (sim,) = results.simulations
@@ -166,18 +138,7 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
 
 async def test_a_model_failure_is_an_infrastructure_error(fake: FakeLLMServer):
     domain = load("mock")  # nothing scripted: every model call fails
-    config = RunConfig(
-        domain="mock",
-        agent="llm",
-        agent_llm=f"openai/{AGENT}",
-        agent_llm_args=fake.llm_args(),
-        user="llm",
-        user_llm=f"openai/{USER}",
-        user_llm_args=fake.llm_args(),
-        task_ids=["create_task_1"],
-        max_retries=1,
-        retry_delay=0.0,
-    )
+    config = fake.run_config("mock", "create_task_1", AGENT, USER, max_retries=1, retry_delay=0.0)
     async with mcp_backend(domain) as backend:
         results = await Runner(backend, domain, config).run()
     (sim,) = results.simulations

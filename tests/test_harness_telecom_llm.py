@@ -44,18 +44,7 @@ def _agent_script(fake: FakeLLMServer) -> None:
 
 
 def _config(fake: FakeLLMServer, save_to=None) -> RunConfig:
-    return RunConfig(
-        domain="telecom",
-        agent="llm",
-        agent_llm=f"openai/{AGENT}",
-        agent_llm_args=fake.llm_args(),
-        user="llm",
-        user_llm=f"openai/{USER}",
-        user_llm_args=fake.llm_args(),
-        task_ids=[TASK],
-        max_retries=0,
-        save_to=save_to,
-    )
+    return fake.run_config("telecom", TASK, AGENT, USER, save_to=save_to)
 
 
 async def _run(fake: FakeLLMServer, save_to=None) -> dict:
@@ -73,12 +62,6 @@ def _shape(sim: dict) -> list[tuple]:
         calls = tuple(c["name"] for c in m.get("tool_calls") or [])
         out.append((m["role"], m.get("requestor"), calls))
     return out
-
-
-@pytest.fixture
-def fake():
-    with FakeLLMServer() as server:
-        yield server
 
 
 async def test_telecom_user_tools_solve_the_task(fake: FakeLLMServer):
