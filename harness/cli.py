@@ -13,9 +13,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.backend import InfrastructureError
+from conversation.llm import DEFAULT_LLM
+from harness.backends import InfrastructureError
 from harness.grading import Grader, Judge
-from harness.llm import DEFAULT_LLM
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.report import print_conversation, print_summary, simulations_table
@@ -70,7 +70,7 @@ def _load_domain(name: str, data_dir: Path | None):
 
 
 async def _backend(domain, server: str | None, token: str | None):
-    from harness.http_backend import in_process_backend, remote_backend
+    from harness.backends.http import in_process_backend, remote_backend
 
     if server:
         return await remote_backend(server, token, domain.name)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.backend import EpisodeBackend
+from conversation.messages import parse_message
+from harness.backends import EpisodeBackend
 from harness.grading import Grader
-from harness.messages import parse_message
 from harness.metrics import INFRA
 from servers.engine.domain import Domain
 

@@ -14,9 +14,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from conversation.messages import (
+    ChatMessage,
+    Message,
+    ToolMessage,
+    is_user_stop,
+    now,
+    parse_message,
+)
 from harness.agents.base import Agent
-from harness.backend import ToolSession
-from harness.messages import ChatMessage, Message, ToolMessage, is_user_stop, now, parse_message
+from harness.backends import ToolSession
 from simulator.base import UserSimulator
 
 DEFAULT_MAX_STEPS = 200

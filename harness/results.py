@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.messages import now
+from conversation.messages import now
 
 
 class ResultsError(ValueError):

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conversation.messages import dump_message, now
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
-from harness.backend import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.grading import Grader, Judge
-from harness.messages import dump_message, now
 from harness.metrics import INFRA
 from harness.orchestrator import (
     DEFAULT_MAX_ERRORS,

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness.http_backend import in_process_backend  # noqa: E402
+from harness.backends.http import in_process_backend  # noqa: E402
 from harness.metrics import summarize  # noqa: E402
 from harness.runner import RunConfig, Runner  # noqa: E402
 from servers.domains.registry import DOMAIN_NAMES, load_domains  # noqa: E402

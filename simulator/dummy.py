@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.messages import ChatMessage, ToolMessage
+from conversation.messages import ChatMessage, ToolMessage
 from simulator.base import UserSimulator
 
 

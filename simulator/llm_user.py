@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness import llm
-from harness.messages import ChatMessage, Message, ToolCall, ToolMessage
+from conversation import llm
+from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 from simulator.base import UserContext, UserSimulator
 from simulator.scenario import scenario_text
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from harness.messages import STOP, ChatMessage, ToolCall, ToolMessage
-from harness.plan import user_runs
+from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from conversation.plan import user_runs
 from simulator.base import UserContext, UserSimulator
 from simulator.scenario import reason_for_call
 

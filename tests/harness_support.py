@@ -37,7 +37,7 @@ def load(name: str):
 @asynccontextmanager
 async def mcp_backend(*domains):
     """The real server app, in-process, reached over MCP with no socket."""
-    from harness.http_backend import in_process_backend
+    from harness.backends.http import in_process_backend
 
     backend = await in_process_backend({d.name: d for d in domains})
     try:

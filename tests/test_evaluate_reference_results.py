@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from harness.backends.engine import EngineBackend
 from harness.cli import app
-from harness.engine_backend import EngineBackend
 from harness.evaluate import is_solo_run, regrade
 from harness.grading import Grader
 from harness.grading.compare import comparable

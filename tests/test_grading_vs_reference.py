@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.engine_backend import EngineBackend
+from harness.backends.engine import EngineBackend
 from harness.evaluate import regrade
 from harness.grading import Grader
 from harness.grading.compare import comparable

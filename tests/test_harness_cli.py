@@ -179,7 +179,7 @@ def test_errors_are_one_sentence(tmp_path):
 
 
 def test_infrastructure_causes_are_counted_and_shortened() -> None:
-    from harness.report import infrastructure_causes
+    from harness.report.console import infrastructure_causes
 
     sims = [
         {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from conversation.messages import ChatMessage, ToolCall
 from harness.agents import Agent
-from harness.engine_backend import EngineBackend
+from harness.backends.engine import EngineBackend
 from harness.grading import Grader
 from harness.grading.checks import check_actions, check_communication
-from harness.messages import ChatMessage, ToolCall
 from harness.metrics import pass_hat_k, summarize
 from harness.orchestrator import Limits, Orchestrator
 from harness.runner import RunConfig, Runner
@@ -348,7 +348,7 @@ async def test_protocol_enforcement_and_empty_messages(mock):
 
 
 def test_malformed_tool_call_arguments_fail_the_attempt() -> None:
-    from harness.llm import MalformedToolCall, _parse_arguments
+    from conversation.llm import MalformedToolCall, _parse_arguments
 
     assert _parse_arguments('{"a": 1}') == {"a": 1} and _parse_arguments("") == {}
     with pytest.raises(MalformedToolCall, match="not valid JSON"):

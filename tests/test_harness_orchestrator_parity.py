@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
 from harness.agents import Agent, AgentContext
-from harness.backend import ToolResult
-from harness.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from harness.backends import ToolResult
 from harness.orchestrator import Orchestrator, history_messages
 from harness.runner import RunConfig, Runner
 from simulator.base import UserContext, UserSimulator

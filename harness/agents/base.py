@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.backend import ToolInfo
-from harness.messages import ChatMessage, Message, ToolMessage
+from conversation.messages import ChatMessage, Message, ToolMessage
+from harness.backends import ToolInfo
 from servers.engine.tasks import Task
 
 

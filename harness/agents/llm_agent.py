@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness import llm
+from conversation import llm
+from conversation.messages import STOP, ChatMessage
 from harness.agents.base import Agent, AgentContext, Incoming
-from harness.backend import ToolInfo
-from harness.messages import STOP, ChatMessage
+from harness.backends import ToolInfo
 
 CONVERSATION_GUIDANCE = """\
 You are the customer-service representative for this business, talking with a customer.

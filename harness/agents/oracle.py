@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
+from conversation.messages import STOP, ChatMessage, ToolCall
+from conversation.plan import describe, gold_actions
 from harness.agents.base import Agent, AgentContext, Incoming
-from harness.messages import STOP, ChatMessage, ToolCall
-from harness.plan import describe, gold_actions
 
 
 class OracleAgent(Agent):

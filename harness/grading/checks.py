@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.messages import ChatMessage, Message
+from conversation.messages import ChatMessage, Message
 from servers.engine.tasks import Task
 
 

@@ -13,10 +13,10 @@ import asyncio
 import uuid
 from typing import Any
 
-from harness.backend import EpisodeBackend, EpisodeRef
+from conversation.messages import Message
+from harness.backends import EpisodeBackend, EpisodeRef
 from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
 from harness.grading.judge import Judge
-from harness.messages import Message
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode
 from servers.engine.tasks import Task

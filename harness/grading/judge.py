@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import llm
-from harness.backend import InfrastructureError
-from harness.messages import ChatMessage, Message
+from conversation import llm
+from conversation.messages import ChatMessage, Message
+from harness.backends import InfrastructureError
 
 JUDGE_INSTRUCTIONS = """\
 You grade customer-service conversations. You get a transcript between a support agent and a

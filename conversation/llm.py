@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from harness.messages import ChatMessage, Message, ToolCall, ToolMessage
+from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
 _litellm = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backend import EpisodeRef, Side, ToolInfo, ToolResult
+from harness.backends import EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
 from servers.engine.tasks import EnvAssertion

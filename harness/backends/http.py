@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 
-from harness.backend import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
+from harness.backends import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
 
 IN_PROCESS_BASE = "http://tau.local"
 

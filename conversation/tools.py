@@ -1,7 +1,7 @@
-"""What the harness needs from a server: episodes, per-side tool sessions and grading hooks.
+"""What a conversation participant sees of a side's tools: descriptions, results, a session.
 
-The orchestrator and the grader only speak to these two protocols, so they run the same way
-against the HTTP/MCP server (in-process or remote) and, in unit tests, against the engine.
+The orchestrator hands agents and simulated users a `ToolSession`; whether it is an MCP client
+over HTTP or the engine in-process is the backend's business (see `harness.backends`).
 """
 
 from __future__ import annotations
@@ -38,39 +38,11 @@ class ToolResult:
     error: bool
 
 
-@dataclass(frozen=True)
-class EpisodeRef:
-    domain: str
-    episode_id: str
-    agent_mcp: str
-    user_mcp: str
-
-
 class ToolSession(Protocol):
     """One side's tools on one episode (an MCP client session in the real backend)."""
 
     async def list_tools(self) -> list[ToolInfo]: ...
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
-
-    async def close(self) -> None: ...
-
-
-class EpisodeBackend(Protocol):
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef: ...
-
-    async def open_session(self, ref: EpisodeRef, side: Side) -> ToolSession: ...
-
-    async def hashes(self, ref: EpisodeRef) -> dict[str, str | None]: ...
-
-    async def assertions(self, ref: EpisodeRef, assertions: list[dict]) -> list[dict]: ...
-
-    async def replay(
-        self, ref: EpisodeRef, calls: list[dict], only_mutating: bool
-    ) -> list[dict | None]: ...
-
-    async def state(self, ref: EpisodeRef) -> dict[str, Any]: ...
-
-    async def delete_episode(self, ref: EpisodeRef) -> None: ...
 
     async def close(self) -> None: ...
