@@ -18,7 +18,12 @@ from harness.backends import InfrastructureError
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.report import print_conversation, print_summary, simulations_table
+from harness.report import (
+    print_conversation,
+    print_summary,
+    simulations_table,
+    task_rates_table,
+)
 from harness.results import ResultsError, atomic_write, load_results
 from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, Runner, select_tasks
 from servers.engine.errors import EngineError
@@ -210,7 +215,11 @@ async def _run(config: RunConfig, domain, server: str | None, token: str | None)
 
             results = await runner.run(on_done, lambda todo: progress.update(bar, total=todo))
         print_summary(
-            console, results.simulations, f"{domain.name}: {config.agent} agent, {config.user} user"
+            console,
+            results.simulations,
+            f"{domain.name}: {config.agent} agent, {config.user} user",
+            info=results.header["info"],
+            label=str(config.save_to or "run"),
         )
         if config.save_to:
             console.print(f"results saved to {config.save_to}")
@@ -263,31 +272,78 @@ async def _evaluate(domain, document, judge, server, token, concurrency) -> dict
 
 @app.command()
 def view(
-    file: Path = typer.Argument(..., help="A results file."),
+    files: list[Path] = typer.Argument(..., help="One or more results files."),
     sim: str = typer.Option(
-        None, "--sim", help="Simulation id (or a unique prefix, or a task id)."
+        None,
+        "--sim",
+        help="A task id (all its trials), a simulation id, or a unique prefix of one.",
+    ),
+    only_failed: bool = typer.Option(
+        False, "--only-failed", help="Only simulations that did not pass (failed or errored)."
     ),
 ) -> None:
-    """Show a results file's summary, its simulations, or one simulation's conversation."""
-    try:
-        document = load_results(file)
-    except ResultsError as exc:
-        _fail(str(exc))
-    sims = document["simulations"]
-    if sim is None:
-        print_summary(console, sims, f"{file.name}")
-        console.print(simulations_table(sims))
+    """Show results files: summary, per-task pass rates and simulations, or conversations."""
+    from harness.report.summary import PASS, outcome
+    from harness.report.validate import check_simulations
+
+    loaded: list[tuple[Path, dict[str, Any]]] = []
+    for file in files:
+        try:
+            document = load_results(file)
+            check_simulations(file, document)
+            loaded.append((file, document))
+        except ResultsError as exc:
+            _fail(str(exc))
+    if sim is not None:
+        found = _find_simulations([s for _, d in loaded for s in d["simulations"]], sim)
+        if only_failed:
+            found = [s for s in found if outcome(s) != PASS]
+        if not found:
+            _fail(f"no {'failed ' if only_failed else ''}simulation '{sim}' in the given files")
+        for one in found:
+            print_conversation(console, one)
         return
-    matches = [s for s in sims if str(s.get("id")) == sim] or [
-        s for s in sims if str(s.get("id", "")).startswith(sim) or str(s.get("task_id")) == sim
-    ]
-    if not matches:
-        _fail(f"no simulation '{sim}' in {file}")
-    if len({str(s.get("id")) for s in matches}) > 1 and not all(
-        str(s.get("task_id")) == sim for s in matches
-    ):
-        _fail(f"'{sim}' matches {len(matches)} simulations; give more of the id")
-    print_conversation(console, matches[0])
+    for file, document in loaded:
+        sims = document["simulations"]
+        print_summary(console, sims, f"{file.name}", info=document.get("info"), label=str(file))
+        console.print(task_rates_table(sims))
+        shown = [s for s in sims if outcome(s) != PASS] if only_failed else sims
+        console.print(simulations_table(shown))
+
+
+def _find_simulations(sims: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """An exact simulation id, then an exact task id (every trial), then a unique id prefix."""
+    exact = [s for s in sims if str(s.get("id")) == key]
+    if exact:
+        return exact
+    by_task = [s for s in sims if str(s.get("task_id")) == key]
+    if by_task:
+        return sorted(by_task, key=lambda s: int(s.get("trial") or 0))
+    prefixed = [s for s in sims if str(s.get("id", "")).startswith(key)]
+    if len(prefixed) > 1:
+        _fail(f"'{key}' matches {len(prefixed)} simulation ids; give more of the id")
+    return prefixed
+
+
+@app.command()
+def report(
+    files: list[Path] = typer.Argument(..., help="One or more results files (runs to compare)."),
+    output: Path = typer.Option(
+        None, "-o", "--output", help="Where to write (default: report.html; md/json: stdout)."
+    ),
+    fmt: str = typer.Option("html", "--format", help="html, md or json."),
+) -> None:
+    """Write a report: pass^k with 95% intervals, costs, a task x trial grid with every
+    conversation, and paired tests between runs over the same tasks."""
+    from harness.report.build import ReportError, write_report
+
+    try:
+        written = write_report(files, fmt, output)
+    except (ReportError, ResultsError) as exc:
+        _fail(str(exc))
+    if written is None:
+        return
+    console.print(f"report written to {written}")
 
 
 def main() -> None:  # pragma: no cover

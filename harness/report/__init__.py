@@ -1,5 +1,11 @@
-"""Showing results to people: the console summary and conversation views."""
+"""Showing results to people: the console summary, conversation views, and `tau-harness report`
+(HTML, Markdown, JSON) with confidence intervals and paired comparisons."""
 
-from harness.report.console import print_conversation, print_summary, simulations_table
+from harness.report.console import (
+    print_conversation,
+    print_summary,
+    simulations_table,
+    task_rates_table,
+)
 
-__all__ = ["print_conversation", "print_summary", "simulations_table"]
+__all__ = ["print_conversation", "print_summary", "simulations_table", "task_rates_table"]

@@ -3,50 +3,85 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.metrics import INFRA, Summary, summarize
+from harness.metrics import INFRA
+from harness.report.markdown import LEADERBOARD_HEADER, leaderboard_rows
+from harness.report.summary import ERROR, FAIL, PASS, outcome, run_summary, task_grid
 
 
 def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:.4f}"
 
 
-def summary_table(summary: Summary, title: str = "Summary") -> Table:
+def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
+    """One run's figures, pass^k and average reward with 95% bootstrap intervals over tasks."""
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    table.add_row("simulations", str(summary.simulations))
-    table.add_row("tasks", str(summary.tasks))
-    table.add_row("infrastructure errors (excluded)", str(summary.infra_errors))
-    table.add_row("average reward", f"{summary.avg_reward:.4f}")
-    for k, value in summary.pass_hat.items():
-        table.add_row(f"pass^{k}", f"{value:.4f}")
-    rate = summary.db_match_rate
+    table.add_column("95% CI", justify="right", style="dim")
+    table.add_row("simulations", str(run["simulations"]), "")
+    table.add_row("tasks", str(run["tasks"]), "")
+    table.add_row("infrastructure errors (excluded)", str(run["infra_errors"]), "")
+    for label, entry in [
+        ("average reward", run["avg_reward"]),
+        *((f"pass^{k}", v) for k, v in run["pass_hat"].items()),
+    ]:
+        if entry is None:
+            table.add_row(label, "n/a", "")
+        else:
+            table.add_row(
+                label, f"{entry['value']:.4f}", f"{entry['ci_low']:.4f} - {entry['ci_high']:.4f}"
+            )
+    rate = run["db_match_rate"]
+    table.add_row("DB match rate", "n/a" if rate is None else f"{rate:.4f}", "")
+    for part in ("agent", "user", "judge"):
+        cost = run["cost"][part]
+        table.add_row(
+            f"{part} cost (total, per simulation)",
+            f"{_money(cost['total'])}, {_money(cost['per_simulation'])}",
+            "",
+        )
+    tokens = run["tokens"]
     table.add_row(
-        "DB match rate",
-        "n/a" if rate is None else f"{rate:.4f} ({summary.db_matches}/{summary.db_checked})",
+        "tokens (prompt / completion)", f"{tokens['prompt']} / {tokens['completion']}", ""
     )
-    table.add_row("agent cost / simulation", _money(summary.avg_agent_cost))
-    table.add_row("user cost / simulation", _money(summary.avg_user_cost))
-    table.add_row(
-        "tokens (prompt / completion)", f"{summary.prompt_tokens} / {summary.completion_tokens}"
-    )
-    table.add_row("duration / simulation", f"{summary.avg_duration:.2f}s")
-    endings = ", ".join(f"{k}: {v}" for k, v in sorted(summary.terminations.items()))
-    table.add_row("endings", endings or "-")
+    duration = run["avg_duration"]
+    table.add_row("duration / simulation", "n/a" if duration is None else f"{duration:.2f}s", "")
+    endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items())
+    table.add_row("endings", endings or "-", "")
+    return table
+
+
+def leaderboard_table(runs: list[dict[str, Any]]) -> Table:
+    """The layout of tau-bench papers and leaderboards (percent), to paste beside them."""
+    table = Table(box=box.MARKDOWN, show_edge=True, header_style="bold")
+    for name in LEADERBOARD_HEADER:
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for row in leaderboard_rows(runs):
+        table.add_row(*row)
     return table
 
 
 def print_summary(
-    console: Console, simulations: list[dict[str, Any]], title: str = "Summary"
-) -> Summary:
-    summary = summarize(simulations)
-    console.print(summary_table(summary, title))
+    console: Console,
+    simulations: list[dict[str, Any]],
+    title: str = "Summary",
+    info: dict[str, Any] | None = None,
+    label: str = "run",
+) -> dict[str, Any]:
+    """Print a run's summary, its leaderboard row and its infrastructure errors; return the
+    figures (the same structure `tau-harness report` uses)."""
+    run = run_summary(Path(label), {"info": info or {}, "simulations": simulations})
+    console.print(summary_table(run, title))
+    if run["simulations"]:
+        console.print(leaderboard_table([run]))
     causes = infrastructure_causes(simulations)
     if causes:
         console.print(
@@ -54,7 +89,7 @@ def print_summary(
         )
         for cause, count in causes:
             console.print(Text(f"  {count} x {cause}"))
-    return summary
+    return run
 
 
 def infrastructure_causes(
@@ -131,3 +166,17 @@ def print_conversation(console: Console, sim: dict[str, Any]) -> None:
     note = (info.get("info") or {}).get("note")
     if note:
         console.print(_line("bold", "note: ", note))
+
+
+def task_rates_table(simulations: list[dict[str, Any]]) -> Table:
+    """Per task: trials passed, failed and errored, and the success rate of the finished ones."""
+    table = Table(title="Tasks", header_style="bold")
+    table.add_column("task", overflow="fold")
+    for column in ("passed", "failed", "errors", "success rate"):
+        table.add_column(column, justify="right")
+    for task, cells in task_grid(simulations).items():
+        counts = {o: sum(1 for s in cells if outcome(s) == o) for o in (PASS, FAIL, ERROR)}
+        finished = counts[PASS] + counts[FAIL]
+        rate = f"{counts[PASS] / finished:.0%}" if finished else "-"
+        table.add_row(task, str(counts[PASS]), str(counts[FAIL]), str(counts[ERROR]), rate)
+    return table

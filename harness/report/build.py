@@ -1,0 +1,50 @@
+"""`tau-harness report`: load results files, build the figures once, write one format."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from harness.report import summary
+from harness.report.validate import check_simulations
+from harness.results import atomic_write, load_results
+
+FORMATS = ("html", "md", "json")
+
+
+class ReportError(ValueError):
+    pass
+
+
+def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | None:
+    """Write the report; return where, or None when it went to standard output."""
+    if fmt not in FORMATS:
+        raise ReportError(f"unknown format '{fmt}': use one of {', '.join(FORMATS)}")
+    documents = [(Path(f), load_results(Path(f))) for f in files]
+    for path, document in documents:
+        check_simulations(path, document)
+    report = summary.build(documents)
+    if fmt == "json":
+        text = json.dumps(report, indent=1, default=str) + "\n"
+    elif fmt == "md":
+        from harness.report.markdown import render
+
+        text = render(report)
+    else:
+        from harness.report.chart import ChartUnavailable
+        from harness.report.html import render
+
+        try:
+            text = render(report, [doc["simulations"] for _, doc in documents])
+        except ChartUnavailable as exc:
+            raise ReportError(str(exc)) from None
+        output = output or Path("report.html")
+    if output is None:
+        sys.stdout.write(text)
+        return None
+    try:
+        atomic_write(output, text)
+    except OSError as exc:
+        raise ReportError(f"cannot write {output}: {exc.strerror or exc}") from None
+    return output

@@ -1,0 +1,133 @@
+"""Confidence intervals and paired tests over tasks, for honest comparisons of runs.
+
+Tasks are the unit of resampling: trials of one task are correlated, tasks are (close to)
+independent draws from the benchmark. Intervals are percentile bootstrap intervals of the mean
+of a per-task score. For a handful of tasks the bootstrap distribution is enumerated exactly
+(every multiset of tasks, weighted by its multinomial probability), so small cases can be checked
+by hand; beyond that it is sampled with a fixed seed, so a report is reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Exact enumeration up to this many tasks (C(2n-1, n) multisets: 6,435 at n=8).
+EXACT_MAX_TASKS = 8
+RESAMPLES = 4000
+SEED = 20250601
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"value": self.estimate, "ci_low": self.low, "ci_high": self.high}
+
+
+def percentile_interval(
+    values: Sequence[float], weights: Sequence[float] | None = None, level: float = 0.95
+) -> tuple[float, float]:
+    """The (lower, upper) percentile interval of a (weighted) distribution: the smallest values
+    whose cumulative weight reaches (1-level)/2 and (1+level)/2."""
+    if not values:
+        raise ValueError("no values")
+    weights = weights if weights is not None else [1.0] * len(values)
+    pairs = sorted(zip(values, weights, strict=True))
+    total = sum(w for _, w in pairs)
+    lo_target, hi_target = (1 - level) / 2 * total, (1 + level) / 2 * total
+    eps = 1e-12 * total
+    low = high = None
+    cumulative = 0.0
+    for value, weight in pairs:
+        cumulative += weight
+        if low is None and cumulative >= lo_target - eps:
+            low = value
+        if high is None and cumulative >= hi_target - eps:
+            high = value
+            break
+    return float(low), float(high if high is not None else pairs[-1][0])
+
+
+def _multinomial_weight(counts: Sequence[int], n: int) -> float:
+    weight = math.factorial(n)
+    for c in counts:
+        weight //= math.factorial(c)
+    return weight / n**n
+
+
+def bootstrap_mean(scores: Sequence[float], level: float = 0.95) -> Interval:
+    """Mean of per-task scores with its percentile bootstrap interval over tasks."""
+    n = len(scores)
+    if n == 0:
+        raise ValueError("no tasks")
+    estimate = sum(scores) / n
+    if n == 1 or all(s == scores[0] for s in scores):
+        return Interval(estimate, estimate, estimate)
+    if n <= EXACT_MAX_TASKS:
+        means, weights = [], []
+        for picks in itertools.combinations_with_replacement(range(n), n):
+            counts = Counter(picks)
+            means.append(sum(scores[i] * c for i, c in counts.items()) / n)
+            weights.append(_multinomial_weight(list(counts.values()), n))
+        low, high = percentile_interval(means, weights, level)
+    else:
+        rng = random.Random(SEED)
+        means = [sum(rng.choices(scores, k=n)) / n for _ in range(RESAMPLES)]
+        low, high = percentile_interval(means, None, level)
+    return Interval(estimate, low, high)
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs (tasks solved by one run only)."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Run A minus run B on the tasks both ran."""
+
+    tasks: int
+    difference: Interval
+    mcnemar_p: float | None
+
+    @property
+    def significant(self) -> bool:
+        return self.difference.low > 0 or self.difference.high < 0
+
+    def verdict(self, a: str, b: str) -> str:
+        d = self.difference
+        span = f"{d.estimate:+.1%} (95% CI {d.low:+.1%} to {d.high:+.1%}, {self.tasks} tasks)"
+        if self.significant:
+            better, worse = (a, b) if d.estimate > 0 else (b, a)
+            return f"{better} beats {worse} by more than noise at 95%: {a} minus {b} is {span}."
+        return (
+            f"No difference beyond noise at 95%: {a} minus {b} is {span}; "
+            "the interval includes zero."
+        )
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifference:
+    """Paired bootstrap over tasks of the difference of per-task success rates; with one trial
+    per task the rates are 0/1 and McNemar's exact test is given too."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired scores need the same, non-empty list of tasks")
+    diffs = [x - y for x, y in zip(a, b, strict=True)]
+    binary = all(v in (0.0, 1.0) for v in (*a, *b))
+    p = None
+    if binary:
+        only_a = sum(1 for x, y in zip(a, b, strict=True) if x > y)
+        only_b = sum(1 for x, y in zip(a, b, strict=True) if y > x)
+        p = mcnemar_exact(only_a, only_b)
+    return PairedDifference(len(diffs), bootstrap_mean(diffs), p)

@@ -1,0 +1,266 @@
+"""`tau-harness report` and its statistics: intervals checked against hand computation,
+comparisons on constructed runs whose answer is known, the HTML read back by value."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.report.stats import (
+    bootstrap_mean,
+    mcnemar_exact,
+    paired_difference,
+    percentile_interval,
+)
+
+
+# --- statistics, by hand ---------------------------------------------------------------------
+def test_percentile_interval_on_a_weighted_distribution():
+    # Bootstrap distribution of the mean of [0, 1]: 0 (1/4), 0.5 (1/2), 1 (1/4).
+    assert percentile_interval([0.0, 0.5, 1.0], [0.25, 0.5, 0.25]) == (0.0, 1.0)
+    # Ten equally likely values: 2.5% and 97.5% of the mass fall on the first and last.
+    assert percentile_interval(list(range(10))) == (0.0, 9.0)
+    # 40 values: 2.5% of 40 is 1 value, 97.5% is 39 values.
+    assert percentile_interval(list(range(40))) == (0.0, 38.0)
+
+
+def test_bootstrap_of_two_tasks_is_the_exact_distribution():
+    interval = bootstrap_mean([1.0, 0.0])
+    assert (interval.estimate, interval.low, interval.high) == (0.5, 0.0, 1.0)
+
+
+def test_bootstrap_small_case_matches_brute_force_enumeration():
+    scores = [1.0, 1.0, 1.0, 0.0, 0.5]
+    n = len(scores)
+    # Every one of the n^n equally likely resamples, the slow way.
+    means = [sum(scores[i] for i in pick) / n for pick in itertools.product(range(n), repeat=n)]
+    expected = percentile_interval(means)
+    got = bootstrap_mean(scores)
+    assert got.estimate == pytest.approx(0.7)
+    assert (got.low, got.high) == pytest.approx(expected)
+    assert 0.0 < got.low < 0.7 < got.high <= 1.0
+
+
+def test_constant_scores_have_a_zero_width_interval():
+    interval = bootstrap_mean([1.0] * 30)
+    assert (interval.low, interval.high) == (1.0, 1.0)
+
+
+def test_mcnemar_exact_values():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(1, 9) == pytest.approx(2 * (1 + 10) / 1024)
+    assert mcnemar_exact(3, 3) == 1.0
+
+
+def test_paired_difference_identical_and_different_runs():
+    same = paired_difference([1.0, 0.0, 1.0, 1.0] * 5, [1.0, 0.0, 1.0, 1.0] * 5)
+    assert same.difference.estimate == 0 and not same.significant
+    assert same.mcnemar_p == 1.0
+    better = paired_difference([1.0] * 30, [1.0] * 10 + [0.0] * 20)
+    assert better.significant and better.difference.estimate == pytest.approx(20 / 30)
+    assert better.mcnemar_p < 0.001
+    assert "beats" in better.verdict("A", "B")
+
+
+# --- constructed runs -----------------------------------------------------------------------
+def _sim(task: str, trial: int, reward: float | None, ending: str = "user_stop") -> dict:
+    info = None
+    if ending != "infrastructure_error":
+        info = {
+            "reward": reward,
+            "db_check": {"db_match": reward == 1.0, "db_reward": reward},
+            "nl_assertions": [
+                {"nl_assertion": "agent is polite", "met": True, "justification": "ok"}
+            ],
+            "info": {"judge": "judge-model", "cost": 0.001},
+        }
+    return {
+        "id": f"{task}-{trial}-{reward}",
+        "task_id": task,
+        "trial": trial,
+        "termination_reason": ending,
+        "reward_info": info,
+        "agent_cost": 0.01,
+        "user_cost": 0.002,
+        "duration": 1.5,
+        "messages": [
+            {"role": "assistant", "content": "Hi! How can I help?", "turn_idx": 0},
+            {"role": "user", "content": "Cancel <my> order & refund", "turn_idx": 1},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "name": "cancel", "arguments": {"order": "#1"}}],
+                "turn_idx": 2,
+            },
+            {
+                "role": "tool",
+                "id": "c1",
+                "content": "done",
+                "requestor": "assistant",
+                "turn_idx": 3,
+            },
+        ],
+    }
+
+
+def _document(model: str, outcomes: dict[str, list[float | None]]) -> dict:
+    sims = []
+    for task, rewards in outcomes.items():
+        for trial, reward in enumerate(rewards):
+            ending = "infrastructure_error" if reward is None else "user_stop"
+            sims.append(_sim(task, trial, reward, ending))
+    return {
+        "info": {
+            "agent_info": {"implementation": "llm", "llm": model},
+            "user_info": {"implementation": "llm", "llm": "user-model"},
+            "environment_info": {"domain_name": "airline"},
+            "num_trials": 2,
+            "seed": 300,
+            "judge_llm": "judge-model",
+        },
+        "tasks": [],
+        "simulations": sims,
+    }
+
+
+def _write(tmp_path: Path, name: str, document: dict) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return path
+
+
+class _Values(HTMLParser):
+    """Collects data-* attributes the report puts on every figure, and every URL it refers to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[tuple[str, str], str] = {}
+        self.verdicts: list[dict[str, str]] = []
+        self.urls: list[str] = []
+        self.embedded: list[str] = []
+        self._in_data = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "data-metric" in a:
+            self.figures[(a["data-run"], a["data-metric"])] = a["data-value"]
+        if "data-significant" in a:
+            self.verdicts.append(a)
+        for key in ("src", "href", "action"):
+            if a.get(key):
+                self.urls.append(a[key])
+        self._in_data = tag == "script" and a.get("id") == "report-data"
+
+    def handle_data(self, data):
+        if self._in_data:
+            self.embedded.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_data = False
+
+
+def test_report_html_holds_the_json_figures_and_needs_no_network(tmp_path):
+    pytest.importorskip("matplotlib", reason="the HTML chart needs the report extra (matplotlib)")
+    outcomes = {str(t): [1.0, 1.0 if t % 2 else 0.0] for t in range(12)}
+    outcomes["12"] = [1.0, None]  # an infrastructure error
+    run = _write(tmp_path, "a.json", _document("model-a", outcomes))
+    runner = CliRunner()
+    html_path = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(run), "-o", str(html_path)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["report", str(run), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    html = html_path.read_text()
+    parser = _Values()
+    parser.feed(html)
+    assert not re.search(r"https?://", html), "the report must not refer to the network"
+    assert all(u.startswith("#") for u in parser.urls)
+    assert json.loads("".join(parser.embedded)) == summary
+    run0 = summary["runs"][0]
+    assert run0["infra_errors"] == 1 and run0["tasks"] == 13
+    # pass^1: 12 tasks with rates 1 or 0.5 (6 each) and task 12 with one success: (6 + 3 + 1) / 13
+    assert run0["pass_hat"]["1"]["value"] == pytest.approx(10 / 13)
+    for k, entry in run0["pass_hat"].items():
+        assert float(parser.figures[("0", f"pass_hat_{k}")]) == pytest.approx(entry["value"])
+    assert float(parser.figures[("0", "avg_reward")]) == pytest.approx(run0["avg_reward"]["value"])
+    assert int(parser.figures[("0", "simulations")]) == run0["simulations"] == 25
+    assert int(parser.figures[("0", "infra_errors")]) == 1
+    assert float(parser.figures[("0", "cost_judge_total")]) == pytest.approx(0.025)
+    assert run0["cost"]["judge"]["total"] == pytest.approx(0.025)
+    # Every simulation's conversation is in the file, escaped.
+    assert html.count('<template id="s0-') == 26
+    assert "Cancel &lt;my&gt; order &amp; refund" in html
+
+
+def test_report_comparisons_identical_and_different_runs(tmp_path):
+    base = {str(t): [1.0, 1.0] if t < 15 else [0.0, 0.0] for t in range(30)}
+    worse = {str(t): [1.0, 1.0] if t < 3 else [0.0, 0.0] for t in range(30)}
+    a = _write(tmp_path, "a.json", _document("model-a", base))
+    a2 = _write(tmp_path, "a2.json", _document("model-a", base))
+    b = _write(tmp_path, "b.json", _document("model-b", worse))
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(a), str(a2), str(b), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    comparisons = json.loads(result.output)["comparisons"]
+    assert len(comparisons) == 3
+    same, a_vs_b = comparisons[0], comparisons[1]
+    assert same["difference"] == 0 and same["significant"] is False and same["flips"] == []
+    assert a_vs_b["significant"] is True
+    assert a_vs_b["difference"] == pytest.approx(12 / 30)
+    assert a_vs_b["ci_low"] > 0
+    assert [f["task_id"] for f in a_vs_b["flips"]] == [str(t) for t in range(3, 15)]
+    md = runner.invoke(app, ["report", str(a), str(b), "--format", "md"])
+    assert md.exit_code == 0
+    assert "| model | pass^1 | pass^2 | pass^3 | pass^4 | avg reward | cost/sim |" in md.output
+    assert "beats" in md.output
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return  # the HTML half needs the report extra
+    out = tmp_path / "cmp.html"
+    assert runner.invoke(app, ["report", str(a), str(a2), "-o", str(out)]).exit_code == 0
+    parser = _Values()
+    parser.feed(out.read_text())
+    assert [v["data-significant"] for v in parser.verdicts] == ["false"]
+
+
+def test_report_and_view_refuse_bad_input_in_one_sentence(tmp_path):
+    runner = CliRunner()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"reward_info": {"reward": 1.0}}]))
+    for args in (["report", str(bad)], ["view", str(bad)], ["report", str(tmp_path / "no.json")]):
+        result = runner.invoke(app, args)
+        assert result.exit_code != 0
+        assert "Traceback" not in result.output and result.output.count("\n") <= 2, result.output
+    good = _write(tmp_path, "g.json", _document("m", {"1": [1.0]}))
+    result = runner.invoke(app, ["report", str(good), "--format", "pdf"])
+    assert result.exit_code != 0 and "unknown format" in result.output
+
+
+def test_view_exact_task_id_wins_and_only_failed(tmp_path):
+    runner = CliRunner()
+    doc = _document("m", {"5": [1.0, 0.0], "50": [0.0, 1.0]})
+    # Make a simulation id that starts with "5" belong to task 50.
+    doc["simulations"][2]["id"] = "5abc"
+    path = _write(tmp_path, "v.json", doc)
+    result = runner.invoke(app, ["view", str(path), "--sim", "5"])
+    assert result.exit_code == 0, result.output
+    assert "task 5 - trial 0" in result.output and "task 5 - trial 1" in result.output
+    assert "task 50" not in result.output
+    failed = runner.invoke(app, ["view", str(path), "--sim", "5", "--only-failed"])
+    assert "task 5 - trial 1" in failed.output and "task 5 - trial 0" not in failed.output
+    other = _write(tmp_path, "w.json", _document("n", {"7": [0.0]}))
+    both = runner.invoke(app, ["view", str(path), str(other), "--only-failed"])
+    assert both.exit_code == 0, both.output
+    assert "v.json" in both.output and "w.json" in both.output
+    assert "success rate" in both.output
