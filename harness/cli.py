@@ -20,6 +20,7 @@ from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.report import (
     print_conversation,
+    print_grade,
     print_summary,
     simulations_table,
     task_rates_table,
@@ -344,6 +345,59 @@ def report(
     if written is None:
         return
     console.print(f"report written to {written}")
+
+
+@app.command()
+def play(
+    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    task_id: str = typer.Option(..., "--task-id", help="The task to play."),
+    side: str = typer.Option("agent", "--as", help="Your side: agent or user."),
+    agent: str = typer.Option("llm", help="When you play the user: the llm or oracle agent."),
+    agent_llm: str = typer.Option(DEFAULT_LLM, "--agent-llm"),
+    agent_llm_args: str = typer.Option(None, "--agent-llm-args"),
+    user: str = typer.Option("llm", help="When you play the agent: the llm or scripted user."),
+    user_llm: str = typer.Option(DEFAULT_LLM, "--user-llm"),
+    user_llm_args: str = typer.Option(None, "--user-llm-args"),
+    save_to: Path = typer.Option(None, "--save-to", help="Also save the graded simulation."),
+    server: str = typer.Option(
+        None, "--server", help="URL of a running tau-server (default: in-process)."
+    ),
+    server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
+) -> None:
+    """Play one side of a task yourself, in the terminal, against the simulated other side;
+    the episode runs over MCP and is graded at the end like any simulation."""
+    from harness.play.game import PlaySettings
+    from harness.play.game import play as play_game
+
+    other = user if side == "agent" else agent
+    settings = PlaySettings(
+        task_id=task_id,
+        side=side,
+        other=other,
+        other_llm=user_llm if side == "agent" else agent_llm,
+        other_llm_args=_json_arg(
+            "--user-llm-args" if side == "agent" else "--agent-llm-args",
+            user_llm_args if side == "agent" else agent_llm_args,
+        ),
+        save_to=save_to,
+    )
+
+    async def go(loaded) -> dict[str, Any]:
+        backend = await _backend(loaded, server, server_token)
+        try:
+            return await play_game(backend, loaded, settings, console)
+        finally:
+            await backend.close()
+
+    try:
+        loaded = _load_domain(domain, data_dir)
+        sim = asyncio.run(go(loaded))
+    except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        _fail(str(exc))
+    print_grade(console, sim)
+    if save_to:
+        console.print(f"saved to {save_to}")
 
 
 def main() -> None:  # pragma: no cover

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 from simulator.base import UserSimulator
 from simulator.dummy import DummyUser
 from simulator.llm_user import LLMUser
@@ -15,6 +17,17 @@ USERS: dict[str, type[UserSimulator]] = {
 
 
 def user_class(name: str) -> type[UserSimulator]:
-    if name not in USERS:
-        raise ValueError(f"unknown user '{name}' (use one of {', '.join(USERS)})")
-    return USERS[name]
+    """A built-in user by name, or a plug-in given as `package.module:ClassName`."""
+    if name in USERS:
+        return USERS[name]
+    if ":" not in name:
+        raise ValueError(f"unknown user '{name}' (use one of {', '.join(USERS)} or module:Class)")
+    module_name, _, class_name = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import user module '{module_name}': {exc}") from None
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type) or not issubclass(cls, UserSimulator):
+        raise ValueError(f"'{name}' is not a subclass of simulator.UserSimulator")
+    return cls

@@ -3,9 +3,16 @@
 
 from harness.report.console import (
     print_conversation,
+    print_grade,
     print_summary,
     simulations_table,
     task_rates_table,
 )
 
-__all__ = ["print_conversation", "print_summary", "simulations_table", "task_rates_table"]
+__all__ = [
+    "print_conversation",
+    "print_grade",
+    "print_summary",
+    "simulations_table",
+    "task_rates_table",
+]

@@ -158,14 +158,32 @@ def print_conversation(console: Console, sim: dict[str, Any]) -> None:
             console.print(
                 _line(style, f"{head} calls {call.get('name')} ", call.get("arguments") or {})
             )
+    print_grade(console, sim)
+
+
+def print_grade(console: Console, sim: dict[str, Any]) -> None:
+    """The ending, the reward and what it is made of."""
     info = sim.get("reward_info") or {}
     console.rule(f"ending: {sim.get('termination_reason')} - reward: {info.get('reward')}")
     for label, key in (("breakdown", "reward_breakdown"), ("db check", "db_check")):
         if info.get(key):
             console.print(_line("bold", f"{label}: ", info[key]))
+    for label, key, flag in (
+        ("env assertion", "env_assertions", "met"),
+        ("action", "action_checks", "action_match"),
+        ("communicate", "communicate_checks", "met"),
+        ("NL assertion", "nl_assertions", "met"),
+    ):
+        for check in info.get(key) or []:
+            mark = "met" if check.get(flag) else "NOT met"
+            detail = {k: v for k, v in check.items() if k not in (flag, "reward", "action_reward")}
+            console.print(_line("bold", f"{label} {mark}: ", detail))
     note = (info.get("info") or {}).get("note")
     if note:
         console.print(_line("bold", "note: ", note))
+    error = (sim.get("info") or {}).get("error")
+    if error:
+        console.print(_line("bold red", "error: ", error))
 
 
 def task_rates_table(simulations: list[dict[str, Any]]) -> Table:

@@ -1,0 +1,1 @@
+"""`tau-harness play`: a person plays the agent or the customer in the terminal."""

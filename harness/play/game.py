@@ -1,0 +1,74 @@
+"""One played simulation: the person on one side, a simulated agent or user on the other, the
+episode served over MCP and graded like any run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.backends import EpisodeBackend
+from harness.play.terminal import HumanAgent, HumanUser, Terminal
+from harness.runner import ConfigError, RunConfig, Runner, select_tasks
+from servers.engine.domain import Domain
+
+HUMAN_AGENT = "harness.play.terminal:HumanAgent"
+HUMAN_USER = "harness.play.terminal:HumanUser"
+
+
+@dataclass
+class PlaySettings:
+    task_id: str
+    side: str  # "agent" or "user": the person's side
+    other: str  # the simulated side: llm/oracle agent, or llm/scripted user
+    other_llm: str | None = None
+    other_llm_args: dict[str, Any] = field(default_factory=dict)
+    save_to: Path | None = None
+    max_steps: int = 200
+    max_errors: int = 10
+
+
+def play_config(domain: Domain, settings: PlaySettings) -> RunConfig:
+    if settings.side == "agent":
+        if settings.other not in ("llm", "scripted"):
+            raise ConfigError("when you play the agent, the user is 'llm' or 'scripted'")
+        agent, user = HUMAN_AGENT, settings.other
+    elif settings.side == "user":
+        if settings.other not in ("llm", "oracle"):
+            raise ConfigError("when you play the user, the agent is 'llm' or 'oracle'")
+        agent, user = settings.other, HUMAN_USER
+    else:
+        raise ConfigError(f"--as is 'agent' or 'user', not '{settings.side}'")
+    simulated_llm = {"llm": settings.other_llm}
+    config = RunConfig(
+        domain=domain.name,
+        agent=agent,
+        agent_llm=simulated_llm.get(agent),
+        agent_llm_args=settings.other_llm_args if agent == "llm" else {},
+        user=user,
+        user_llm=simulated_llm.get(user),
+        user_llm_args=settings.other_llm_args if user == "llm" else {},
+        task_split=None,
+        task_ids=[settings.task_id],
+        num_trials=1,
+        max_concurrency=1,
+        max_retries=0,
+        max_steps=settings.max_steps,
+        max_errors=settings.max_errors,
+        save_to=settings.save_to,
+    )
+    select_tasks(domain, config)  # an unknown task id is one sentence, before anything starts
+    return config
+
+
+async def play(
+    backend: EpisodeBackend, domain: Domain, settings: PlaySettings, console: Console
+) -> dict[str, Any]:
+    """Play one simulation and return it, graded."""
+    terminal = Terminal(console)
+    HumanAgent.terminal = HumanUser.terminal = terminal
+    runner = Runner(backend, domain, play_config(domain, settings))
+    results = await runner.run()
+    return results.simulations[-1]

@@ -1,0 +1,198 @@
+"""The person's side of a played simulation: an `Agent` or a `UserSimulator` whose turns are
+typed at the terminal. Tool calls are typed function-style or as JSON; `/tools` lists them."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from conversation.actions import ActionError, parse_tool_call
+from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from conversation.tools import ToolInfo
+from harness.agents.base import Agent, AgentContext, Incoming
+from harness.runner import ConfigError
+from simulator.base import UserContext, UserSimulator
+from simulator.scenario import scenario_text
+
+
+class PlayAbandoned(ConfigError):
+    """The person left (end of input or Ctrl-C); like a configuration error it is not retried."""
+
+
+def signature(tool: ToolInfo) -> str:
+    """`name(param: type, optional?: type)`, then the first line of the description."""
+    schema = tool.input_schema or {}
+    required = set(schema.get("required") or [])
+    params = []
+    for pname, spec in (schema.get("properties") or {}).items():
+        kind = spec.get("type") or ("enum" if "enum" in spec else "any")
+        if "enum" in spec:
+            kind = " | ".join(repr(v) for v in spec["enum"])
+        params.append(f"{pname}{'' if pname in required else '?'}: {kind}")
+    first_line = (tool.description or "").strip().splitlines()[0:1]
+    return f"{tool.name}({', '.join(params)})" + (f" - {first_line[0]}" if first_line else "")
+
+
+class Terminal:
+    """Reading lines off the terminal without blocking the event loop."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    async def read(self, prompt: str) -> str:
+        try:
+            return await asyncio.to_thread(self.console.input, prompt)
+        except (EOFError, KeyboardInterrupt):
+            raise PlayAbandoned("play abandoned: no simulation was graded") from None
+
+    def show(self, who: str, style: str, text: str) -> None:
+        self.console.print(f"[{style}]{who}:[/] {escape(text)}")
+
+    def show_results(self, results: list[ToolMessage]) -> None:
+        for result in results:
+            flag = " (error)" if result.error else ""
+            self.show(f"result{flag}", "yellow", result.content or "")
+
+    def show_tools(self, tools: list[ToolInfo]) -> None:
+        if not tools:
+            self.console.print("[dim]no tools on this side[/]")
+        for tool in tools:
+            self.console.print(f"  [bold]{escape(signature(tool))}[/]")
+
+
+HELP = (
+    "Type a message, or a tool call: name(arg='x', n=2) or "
+    '{"name": "...", "arguments": {...}}. /tools lists tools, /stop ends the conversation, '
+    "/help shows this."
+)
+
+
+async def typed_turn(
+    terminal: Terminal,
+    prompt: str,
+    role: str,
+    tools: list[ToolInfo],
+    ids: itertools.count,
+    extra: dict[str, str] | None = None,
+) -> ChatMessage:
+    """One turn typed by the person: a message, a tool call, or /stop."""
+    names = {t.name for t in tools}
+    while True:
+        line = (await terminal.read(prompt)).strip()
+        if not line:
+            continue
+        if line in ("/help", "/?"):
+            terminal.console.print(HELP)
+            continue
+        if line == "/tools":
+            terminal.show_tools(tools)
+            continue
+        if extra and line in extra:
+            terminal.console.print(escape(extra[line]))
+            continue
+        if line == "/stop":
+            return ChatMessage(role=role, content=STOP, cost=0.0)  # type: ignore[arg-type]
+        try:
+            call = parse_tool_call(line, names)
+        except ActionError as exc:
+            terminal.console.print(f"[red]{escape(str(exc))}[/]")
+            continue
+        if call is None:
+            return ChatMessage(role=role, content=line, cost=0.0)  # type: ignore[arg-type]
+        name, arguments = call
+        if name not in names:
+            terminal.console.print(f"[red]no tool named '{escape(name)}' on your side (/tools)[/]")
+            continue
+        requestor: Any = "user" if role == "user" else "assistant"
+        tool_call = ToolCall(
+            id=f"human_{next(ids)}", name=name, arguments=arguments, requestor=requestor
+        )
+        return ChatMessage(role=role, content=None, tool_calls=[tool_call], cost=0.0)  # type: ignore[arg-type]
+
+
+class HumanAgent(Agent):
+    """The person is the customer-service agent."""
+
+    implementation = "human"
+    terminal: Terminal | None = None  # set by the play command
+
+    def __init__(self, context: AgentContext) -> None:
+        super().__init__(context)
+        self._ids = itertools.count(1)
+
+    def start(self, history) -> None:
+        super().start(history)
+        assert self.terminal is not None
+        self.terminal.console.rule("You are the agent")
+        self.terminal.console.print(HELP + " /policy shows the policy.")
+        self.terminal.show_tools(self.context.tools)
+        for message in self.history:
+            if isinstance(message, ChatMessage) and message.content:
+                self.terminal.show(message.role, "cyan", message.content)
+
+    async def respond(self, incoming: Incoming) -> ChatMessage:
+        assert self.terminal is not None
+        self.record(incoming)
+        if isinstance(incoming, list):
+            self.terminal.show_results(incoming)
+        elif incoming is not None:
+            self.terminal.show("customer", "green", incoming.content or "")
+        message = await typed_turn(
+            self.terminal,
+            "agent> ",
+            "assistant",
+            self.context.tools,
+            self._ids,
+            {"/policy": self.context.policy},
+        )
+        self.history.append(message)
+        return message
+
+    def is_stop(self, message: ChatMessage) -> bool:
+        return message.content is not None and STOP in message.content
+
+
+class HumanUser(UserSimulator):
+    """The person is the customer, following the task's scenario."""
+
+    implementation = "human"
+    terminal: Terminal | None = None
+
+    def __init__(self, context: UserContext) -> None:
+        super().__init__(context)
+        self._ids = itertools.count(1)
+
+    def scenario(self) -> str:
+        """The scenario as the simulated user would be shown it."""
+        return scenario_text(self.context.task.user_scenario)
+
+    def start(self, history) -> None:
+        super().start(history)
+        assert self.terminal is not None
+        self.terminal.console.rule("You are the customer")
+        self.terminal.console.print("Your scenario (/scenario shows it again):")
+        self.terminal.console.print(escape(self.scenario()))
+        self.terminal.console.print(HELP)
+        self.terminal.show_tools(self.context.tools)
+
+    async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
+        assert self.terminal is not None
+        self.record(incoming)
+        if isinstance(incoming, list):
+            self.terminal.show_results(incoming)
+        else:
+            self.terminal.show("agent", "cyan", incoming.content or "")
+        message = await typed_turn(
+            self.terminal,
+            "you> ",
+            "user",
+            self.context.tools,
+            self._ids,
+            {"/scenario": self.scenario()},
+        )
+        self.history.append(message)
+        return message

@@ -1,0 +1,139 @@
+"""`tau-harness play` driven through a pseudo-terminal, as a person would use it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect", reason="the play test drives a pseudo-terminal (pexpect)")
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "data" / "demo"
+
+
+def _spawn(args: list[str], tmp_path: Path):
+    exe = shutil.which("tau-harness") or ""
+    command, argv = (exe, args) if exe else (sys.executable, ["-m", "harness", *args])
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}
+    env.pop("TAU2_DATA_DIR", None)
+    return pexpect.spawn(
+        command,
+        argv,
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 200),
+    )
+
+
+def test_person_plays_the_agent_and_is_graded(tmp_path):
+    saved = tmp_path / "played.json"
+    child = _spawn(
+        [
+            "play",
+            "--domain",
+            "mock",
+            "--task-id",
+            "demo_create",
+            "--user",
+            "scripted",
+            "--data-dir",
+            str(DEMO),
+            "--save-to",
+            str(saved),
+        ],
+        tmp_path,
+    )
+    child.expect("create_task\\(user_id: string, title: string")  # tools with parameters
+    child.expect("agent> ")
+    child.sendline("create_task(user_id='chidi', title=\"Book flights to Lagos\")")
+    child.expect("result: ")
+    child.expect("Book flights to Lagos")
+    child.expect("agent> ")
+    child.sendline("Done: your item is on the list.")
+    child.expect("ending: user_stop - reward: 1.0")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    sims = json.loads(saved.read_text())["simulations"]
+    assert len(sims) == 1 and sims[0]["reward_info"]["reward"] == 1.0
+    calls = [c for m in sims[0]["messages"] for c in (m.get("tool_calls") or [])]
+    assert calls[0]["name"] == "create_task"
+    assert calls[0]["arguments"] == {"user_id": "chidi", "title": "Book flights to Lagos"}
+
+
+def test_json_call_bad_input_and_a_lost_game(tmp_path):
+    child = _spawn(
+        [
+            "play",
+            "--domain",
+            "mock",
+            "--task-id",
+            "demo_create",
+            "--user",
+            "scripted",
+            "--data-dir",
+            str(DEMO),
+        ],
+        tmp_path,
+    )
+    child.expect("agent> ")
+    child.sendline('{"name": "create_task", "arguments": ')
+    child.expect("not valid JSON")
+    child.expect("agent> ")
+    child.sendline("create_task('chidi')")
+    child.expect("give arguments by name")
+    child.expect("agent> ")
+    child.sendline('{"name": "create_task", "arguments": {"user_id": "chidi", "title": "Wrong"}}')
+    child.expect("result: ")
+    child.expect("agent> ")
+    child.sendline("All set.")
+    child.expect("ending: user_stop - reward: 0.0")
+    child.expect("db_match")
+    child.expect(pexpect.EOF)
+
+
+def test_unknown_task_is_one_sentence(tmp_path):
+    child = _spawn(
+        ["play", "--domain", "mock", "--task-id", "nope", "--data-dir", str(DEMO)], tmp_path
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus != 0
+    assert "unknown task id" in child.before and "Traceback" not in child.before
+
+
+def test_person_plays_the_user_with_their_own_tools(tmp_path):
+    child = _spawn(
+        [
+            "play",
+            "--domain",
+            "mock",
+            "--task-id",
+            "demo_notice",
+            "--as",
+            "user",
+            "--agent",
+            "oracle",
+            "--data-dir",
+            str(DEMO),
+        ],
+        tmp_path,
+    )
+    child.expect("Your scenario")
+    child.expect("you> ")
+    child.sendline("check_notifications()")
+    child.expect("note_1")
+    child.expect("you> ")
+    child.sendline("dismiss_notification(notification_id='note_1')")
+    child.expect("result")
+    child.expect("you> ")
+    child.sendline("The chairs were ordered; please mark task_1 completed.")
+    child.expect("ending: agent_stop - reward: 1.0")
+    child.expect(pexpect.EOF)
