@@ -9,12 +9,25 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
 _litellm = None
+
+#: Optional gate every model request passes through: a callable taking the model name and
+#: returning an async context manager held for the duration of the request. The harness installs
+#: one to honour per-provider limits on requests in flight (`--provider-limit`).
+RequestGate = Callable[[str], AbstractAsyncContextManager[Any]]
+_request_gate: RequestGate | None = None
+
+
+def set_request_gate(gate: RequestGate | None) -> None:
+    global _request_gate
+    _request_gate = gate
 
 
 def litellm_module():
@@ -92,10 +105,13 @@ async def generate(
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = tool_choice or "auto"
+    wire_messages = [to_openai(m) for m in messages]
     started = time.perf_counter()
-    response = await litellm.acompletion(
-        model=model, messages=[to_openai(m) for m in messages], **kwargs
-    )
+    if _request_gate is None:
+        response = await litellm.acompletion(model=model, messages=wire_messages, **kwargs)
+    else:
+        async with _request_gate(model):
+            response = await litellm.acompletion(model=model, messages=wire_messages, **kwargs)
     elapsed = time.perf_counter() - started
     choice = response.choices[0].message
     tool_calls = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from conversation.llm import DEFAULT_LLM
 from harness.backends import InfrastructureError
+from harness.distributed.limits import parse_provider_limits
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -140,6 +142,17 @@ def run(
         "--save-to",
         help="Results file; rerunning with it resumes (default: a new file under ./results/).",
     ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        help="Run the simulations on Ray: ADDRESS as Ray takes it (auto, ray://host:port); "
+        "--ray alone starts a local instance. Needs the ray extra.",
+    ),
+    provider_limit: str = typer.Option(
+        None,
+        "--provider-limit",
+        help="Requests in flight per litellm provider, over all workers: openai=40,anthropic=20.",
+    ),
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
@@ -176,8 +189,9 @@ def run(
         save_to=save_to,
     )
     try:
+        limits = parse_provider_limits(provider_limit)
         loaded = _load_domain(domain, data_dir)
-        asyncio.run(_run(config, loaded, server, server_token))
+        asyncio.run(_run(config, loaded, server, server_token, ray, limits))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
 
@@ -189,11 +203,35 @@ def _default_results_path(domain: str, agent: str, user: str) -> Path:
     return Path("results") / f"{name}.json"
 
 
-async def _run(config: RunConfig, domain, server: str | None, token: str | None) -> None:
+async def _run(
+    config: RunConfig,
+    domain,
+    server: str | None,
+    token: str | None,
+    ray_address: str | None = None,
+    provider_limits: dict[str, int] | None = None,
+) -> None:
     backend = await _backend(domain, server, token)
+    pool = None
     try:
         runner = Runner(backend, domain, config)
         select_tasks(domain, config)  # bad task ids fail here, before any output
+        if ray_address is not None:
+            from harness.distributed.ray_pool import RayPool
+
+            pool = RayPool(
+                runner,
+                address=ray_address,
+                server=server,
+                token=token,
+                provider_limits=provider_limits,
+            )
+            runner.executor = pool
+        elif provider_limits:
+            from conversation.llm import set_request_gate
+            from harness.distributed.limits import LocalProviderLimits
+
+            set_request_gate(LocalProviderLimits(provider_limits).gate)
         passed = finished = 0
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -225,6 +263,12 @@ async def _run(config: RunConfig, domain, server: str | None, token: str | None)
         if config.save_to:
             console.print(f"results saved to {config.save_to}")
     finally:
+        if pool is not None:
+            pool.close()
+        if provider_limits:
+            from conversation.llm import set_request_gate
+
+            set_request_gate(None)
         await backend.close()
 
 
@@ -402,4 +446,15 @@ def play(
 
 def main() -> None:  # pragma: no cover
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    sys.argv[1:] = bare_ray_flag(sys.argv[1:])
     app()
+
+
+def bare_ray_flag(args: list[str]) -> list[str]:
+    """`--ray` with no address (last, or followed by another option) means a local instance."""
+    out = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == "--ray" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append("local")
+    return out

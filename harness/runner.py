@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from conversation.messages import dump_message, now
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
@@ -36,6 +36,13 @@ DEFAULT_SEED = 300
 
 class ConfigError(ValueError):
     """A run was asked for something it cannot do; the message says what."""
+
+
+class SimulationExecutor(Protocol):
+    """Runs one simulation somewhere else and returns its record (graded, or an
+    infrastructure-error record after the same retries a local run makes)."""
+
+    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -117,6 +124,8 @@ class Runner:
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
         self._guidelines: str | None = None
+        #: Where simulations run: None runs them here; an executor (e.g. a Ray pool) elsewhere.
+        self.executor: SimulationExecutor | None = None
 
     # --- results header ---------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
@@ -175,10 +184,17 @@ class Runner:
                 raise
             except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
                 last_error = f"{type(exc).__name__}: {exc}"
+        return self.infrastructure_record(task.id, trial, seed, last_error)
+
+    def infrastructure_record(
+        self, task_id: str, trial: int, seed: int, error: str
+    ) -> dict[str, Any]:
+        """The record of a simulation that failed for infrastructure reasons after every retry;
+        it is never scored, and a resumed run tries it again."""
         stamp = now()
         return {
             "id": str(uuid.uuid4()),
-            "task_id": task.id,
+            "task_id": task_id,
             "timestamp": stamp,
             "start_time": stamp,
             "end_time": stamp,
@@ -191,7 +207,7 @@ class Runner:
             "trial": trial,
             "seed": seed,
             "mode": "half_duplex",
-            "info": {"error": last_error, "attempts": self.config.max_retries + 1},
+            "info": {"error": error, "attempts": self.config.max_retries + 1},
         }
 
     async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
@@ -328,7 +344,10 @@ class Runner:
 
         async def one(task: Task, trial: int) -> None:
             async with limit:
-                sim = await self.simulate(task, trial, seeds[trial])
+                if self.executor is None:
+                    sim = await self.simulate(task, trial, seeds[trial])
+                else:
+                    sim = await self.executor.simulate(task, trial, seeds[trial])
             results.add(sim)
             if on_done is not None:
                 on_done(sim)

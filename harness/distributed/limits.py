@@ -1,0 +1,74 @@
+"""Per-provider limits on model requests in flight (`--provider-limit openai=40,anthropic=20`).
+
+The limit is per litellm provider (the part of the model string litellm routes by), held for the
+duration of each request. In one process the gate is a set of semaphores; on a Ray cluster it is
+one actor every worker asks (`harness.distributed.ray_pool`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from typing import Any
+
+
+class LimitError(ValueError):
+    pass
+
+
+def parse_provider_limits(raw: str | None) -> dict[str, int]:
+    """`openai=40,anthropic=20` as {"openai": 40, "anthropic": 20}."""
+    limits: dict[str, int] = {}
+    for part in (raw or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        provider, sep, value = part.partition("=")
+        if not sep or not provider or not value.isdigit() or int(value) < 1:
+            raise LimitError(
+                f"--provider-limit takes provider=N pairs such as openai=40,anthropic=20, "
+                f"not '{part}'"
+            )
+        limits[provider.lower()] = int(value)
+    return limits
+
+
+def provider_of(model: str) -> str:
+    """The provider litellm would send this model to (e.g. `gpt-4.1` -> openai)."""
+    from conversation.llm import litellm_module
+
+    try:
+        return str(litellm_module().get_llm_provider(model)[1]).lower()
+    except Exception:  # noqa: BLE001 - an unknown model has no provider limit to honour
+        return model.split("/", 1)[0].lower() if "/" in model else "unknown"
+
+
+class LocalProviderLimits:
+    """Semaphores per provider, for a run in one process."""
+
+    def __init__(self, limits: dict[str, int]) -> None:
+        self.limits = dict(limits)
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self.in_flight: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    def _semaphore(self, provider: str) -> asyncio.Semaphore | None:
+        if provider not in self.limits:
+            return None
+        if provider not in self._semaphores:
+            self._semaphores[provider] = asyncio.Semaphore(self.limits[provider])
+        return self._semaphores[provider]
+
+    @asynccontextmanager
+    async def gate(self, model: str) -> Any:
+        provider = provider_of(model)
+        semaphore = self._semaphore(provider)
+        if semaphore is None:
+            yield
+            return
+        async with semaphore:
+            self.in_flight[provider] = self.in_flight.get(provider, 0) + 1
+            self.peak[provider] = max(self.peak.get(provider, 0), self.in_flight[provider])
+            try:
+                yield
+            finally:
+                self.in_flight[provider] -= 1
