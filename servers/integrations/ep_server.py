@@ -10,6 +10,10 @@ In an EP benchmark, change one line:
 (it pins mcp<2), so this script uses only the standard library and hands over to tau-mcp's
 interpreter: $TAU_MCP_PYTHON if set, else the running interpreter when it has tau-mcp, else
 `tau-server` found on PATH.
+
+EP's vendored tau2 code reads $TAU2_DATA_DIR too, in a layout of its own, so an EP process
+usually cannot set it for us: name tau-mcp's data folder in $TAU_MCP_DATA_DIR instead (or let
+it use the cache `tau-harness data fetch` fills).
 """
 
 import os
@@ -27,6 +31,9 @@ def _has_tau_mcp() -> bool:
 
 def main() -> None:
     args = sys.argv[1:]
+    data = os.environ.get("TAU_MCP_DATA_DIR")
+    if data:
+        os.environ["TAU2_DATA_DIR"] = data  # for tau-mcp only: this process runs nothing else
     explicit = os.environ.get("TAU_MCP_PYTHON")
     if explicit:
         os.execv(explicit, [explicit, "-m", "servers.integrations.ep_stock", *args])
