@@ -111,3 +111,12 @@ def test_bad_options_fail_with_one_sentence() -> None:
         tau_mcp_mock(task_ids="nope", data_dir=str(DATA_DIR))
     with pytest.raises(ValueError, match="unknown split"):
         tau_mcp_mock(split="zz", data_dir=str(DATA_DIR))
+
+
+def test_task_ids_as_inspect_parses_them() -> None:
+    from harness.integrations.inspect_tasks import _ids
+
+    assert _ids(7) == ["7"]  # `-T task_ids=7` arrives as a number
+    assert _ids("0, 1,2") == ["0", "1", "2"]
+    assert _ids([3, "4"]) == ["3", "4"]
+    assert _ids(None) is None

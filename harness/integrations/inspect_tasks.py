@@ -235,10 +235,12 @@ def tau_mcp_grade():
 
 
 # --- the tasks ------------------------------------------------------------------------------
-def _ids(task_ids: str | list[str] | None) -> list[str] | None:
+def _ids(task_ids: Any) -> list[str] | None:
+    """Task ids from `-T task_ids=...`: a list, or one comma-separated value (Inspect reads
+    `-T task_ids=7` as the number 7)."""
     if task_ids is None:
         return None
-    values = [task_ids] if isinstance(task_ids, str) else [str(t) for t in task_ids]
+    values = [str(t) for t in task_ids] if isinstance(task_ids, list | tuple) else [str(task_ids)]
     return [p for v in values for p in v.replace(",", " ").split() if p] or None
 
 
