@@ -43,6 +43,10 @@ try:  # the data commands live in their own module; the harness works without th
 except ImportError:  # pragma: no cover - only while the module is missing
     pass
 
+from harness.integrations.export_cli import export_app  # noqa: E402
+
+app.add_typer(export_app, name="export")
+
 NO_JUDGE = {"none", "off", "no", ""}
 
 

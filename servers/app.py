@@ -39,6 +39,7 @@ from servers.engine.episode import Episode, EpisodeStore, Side
 from servers.engine.errors import EngineError, UnknownEpisode
 from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
+from servers.integrations.ep_grade import record_tool_calls
 from servers.mcp_tools import build_mcp_server
 
 log = logging.getLogger("tau.server")
@@ -92,6 +93,7 @@ class TauServer:
                 wrap_ep_results=self.settings.wrap_ep_results,
                 name=f"tau2-{name}-eval-protocol",
             )
+            record_tool_calls(ep_server, episode_from_scope)
             ep_apps[name] = ep_server.http_app(path="/mcp", json_response=True)
         self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
 

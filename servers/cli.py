@@ -144,6 +144,21 @@ def stdio(
         _fail(str(exc))
 
 
+@app.command(
+    "ep-serve",
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
+)
+def ep_serve(ctx: typer.Context) -> None:
+    """Serve one domain as Eval Protocol's tau2 benchmarks expect (/mcp, /control/*); --help for options."""
+    from servers.integrations.ep_stock import main as serve
+
+    raise typer.Exit(serve(ctx.args))
+
+
 def _mcp_url(http: str, domain: str, side: str) -> str:
     url = http.rstrip("/")
     return url if url.endswith("/mcp") else f"{url}/{domain}/{side}/mcp"
@@ -217,6 +232,14 @@ def config_claude(
     typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
     if not json_only:
         typer.echo("\n# Claude Code:\n" + shlex.join(command))
+
+
+@config_app.command("eval-protocol")
+def config_eval_protocol() -> None:
+    """Print the server script to give Eval Protocol's tau2 benchmarks (server_script_path)."""
+    from servers.integrations.ep_stock import config_text
+
+    typer.echo(config_text())
 
 
 def main() -> None:  # pragma: no cover - console entry alias

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from servers.auth import send_json_error
 from servers.engine.episode import Episode, EpisodeStore
 from servers.engine.errors import EngineError, NotFound, UnknownEpisode
+from servers.integrations.ep_grade import SessionGrader
 
 SESSION_HEADER = "mcp-session-id"
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
@@ -119,6 +120,7 @@ class EvalProtocolBridge:
         self.sessions: dict[tuple[str, str], EpSession] = {}
         self.transports: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self.gold = GoldRewards()
+        self.grades = SessionGrader()
 
     # --- sessions ---------------------------------------------------------------------------
     def open_session(self, domain: str, extra: dict[str, Any]) -> Episode:
@@ -254,15 +256,19 @@ class EvalProtocolBridge:
 
     async def reward(self, request: Request) -> JSONResponse:
         session, episode = self._control_session(request)
-        db_reward = self.gold.reward(episode) if episode is not None else None
-        current = db_reward or 0.0
+        # `reward` is the change since the last report (EP adds them up); `grade` is our whole
+        # grade of the session so far (see servers/integrations/ep_grade.py).
+        grade = await self.grades.grade(episode) if episode is not None else None
+        db_check = (grade or {}).get("db_check") or {}
+        current = grade["reward"] if grade is not None else 0.0
         step = current - session.reported_reward
         session.reported_reward = current
         return JSONResponse(
             {
                 "reward": step,
-                "db_reward": db_reward,
+                "db_reward": db_check.get("db_reward"),
                 "step_count": episode.calls if episode is not None else 0,
+                "grade": grade,
             }
         )
 

@@ -1,0 +1,1 @@
+"""Bridges to other evaluation frameworks: Eval Protocol dataset rows, Inspect tasks."""

@@ -1,0 +1,63 @@
+"""`tau-harness export ...`: our tasks in other frameworks' dataset formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from servers.engine.errors import EngineError
+
+export_app = typer.Typer(
+    help="Export tasks as other evaluation frameworks' datasets.", no_args_is_help=True
+)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@export_app.command("ep-rows")
+def ep_rows_command(
+    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    split: str = typer.Option("base", "--split", help="Task split (ignored with --task-ids)."),
+    task_ids: list[str] = typer.Option(
+        None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
+    ),
+    user_llm: str = typer.Option(
+        "gpt-4.1", "--user-llm", help="litellm model EP's simulated user runs on."
+    ),
+    user_llm_args: str = typer.Option(
+        None, "--user-llm-args", help="JSON arguments for the user's model."
+    ),
+    output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write ('-': stdout)."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Data folder (default $TAU2_DATA_DIR)."),
+) -> None:
+    """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
+    from harness.integrations.ep_rows import ep_rows, to_jsonl
+    from harness.results import atomic_write
+    from servers.domains.registry import load_domains
+
+    args = None
+    if user_llm_args:
+        try:
+            args = json.loads(user_llm_args)
+        except json.JSONDecodeError as exc:
+            _fail(f"--user-llm-args is not valid JSON ({exc.msg})")
+        if not isinstance(args, dict):
+            _fail("--user-llm-args must be a JSON object")
+    ids = [p for v in task_ids or [] for p in v.replace(",", " ").split() if p] or None
+    try:
+        loaded = load_domains([domain], data_dir)[domain]
+        rows = ep_rows(loaded, split, ids, user_llm, args)
+    except EngineError as exc:
+        _fail(str(exc))
+        return
+    text = to_jsonl(rows)
+    if str(output) == "-":
+        typer.echo(text, nl=False)
+        return
+    atomic_write(output, text)
+    typer.echo(f"{len(rows)} rows for {domain} written to {output}", err=True)

@@ -1,0 +1,1 @@
+"""Adapters that let other evaluation frameworks drive the servers unchanged (Eval Protocol)."""

@@ -1,0 +1,154 @@
+"""Our grade of an Eval Protocol session, computed where the session lives: on the server.
+
+The server holds the episode's databases and sees every tool call the agent makes on the EP
+path, so it grades DB, ENV_ASSERTION and ACTION exactly as `tau-harness` does (the same
+`Grader`). COMMUNICATE (when the task lists facts to communicate) and NL_ASSERTION (when it
+lists statements) are judged on the agent's *text*, which never reaches the server: in Eval
+Protocol the simulated user runs in the client. Those components are left out of the server's
+reward and named in `needs_conversation`; `tau-harness evaluate` on the exported trajectory
+grades them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import weakref
+from typing import Any
+
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from servers.engine.domain import Domain
+from servers.engine.episode import Episode
+from servers.engine.errors import EngineError
+from servers.engine.tasks import EnvAssertion
+
+SERVER_BASES = ("DB", "ENV_ASSERTION", "ACTION")
+
+# The agent tool calls each EP episode received, in order. Weak keys: when a session restarts,
+# its old episode (and its log) goes away with it.
+_CALLS: weakref.WeakKeyDictionary[Episode, list[tuple[str, dict[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def session_calls(episode: Episode) -> list[tuple[str, dict[str, Any]]]:
+    return list(_CALLS.get(episode, ()))
+
+
+class RecordToolCalls(Middleware):
+    """Keeps (name, arguments) of every tool call made on an episode through this MCP server,
+    failed ones included (the reference's action check counts every call the agent made)."""
+
+    def __init__(self, resolve) -> None:
+        self.resolve = resolve
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        message = context.message
+        try:
+            episode = self.resolve()
+        except EngineError:
+            episode = None
+        if episode is not None:
+            with episode.lock:
+                _CALLS.setdefault(episode, []).append((message.name, dict(message.arguments or {})))
+        return await call_next(context)
+
+
+def record_tool_calls(server, resolve) -> None:
+    """Install the call log on a FastMCP server built for the EP path."""
+    server.add_middleware(RecordToolCalls(resolve))
+
+
+class _LiveEpisodes:
+    """The part of the harness's episode backend the grader uses, on live server episodes."""
+
+    def __init__(self) -> None:
+        self.episodes: weakref.WeakValueDictionary[str, Episode] = weakref.WeakValueDictionary()
+
+    async def hashes(self, ref) -> dict[str, str | None]:
+        episode = self.episodes[ref.episode_id]
+        with episode.lock:
+            return episode.hashes()
+
+    async def assertions(self, ref, assertions: list[dict]) -> list[dict]:
+        episode = self.episodes[ref.episode_id]
+        results = []
+        with episode.lock:
+            for raw in assertions:
+                try:
+                    met = episode.check_assertion(EnvAssertion.model_validate(raw))
+                    results.append({"met": met, "error": None})
+                except Exception as exc:  # noqa: BLE001 - the reference counts it as unmet
+                    results.append({"met": None, "error": f"{type(exc).__name__}: {exc}"})
+        return results
+
+
+class SessionGrader:
+    """One grader per domain, so each task's gold state is computed once per server."""
+
+    def __init__(self) -> None:
+        self.live = _LiveEpisodes()
+        self._graders: weakref.WeakKeyDictionary[Domain, Any] = weakref.WeakKeyDictionary()
+        self._tokens = itertools.count(1)
+
+    def _grader(self, domain: Domain):
+        from harness.grading import Grader  # grading is shared with the harness, not copied
+
+        grader = self._graders.get(domain)
+        if grader is None:
+            grader = self._graders[domain] = Grader(self.live, domain, judge=None)  # type: ignore[arg-type]
+        return grader
+
+    async def grade(self, episode: Episode) -> dict[str, Any] | None:
+        """The session's grade in the reference's reward_info layout plus `needs_conversation`
+        and `graded_on_server`; None for a session without a task."""
+        task = episode.task
+        if task is None:
+            return None
+        from conversation.messages import ChatMessage, ToolCall
+        from harness.backends import EpisodeRef
+        from harness.orchestrator import history_messages
+
+        messages = history_messages(task)
+        calls = session_calls(episode)
+        if calls:
+            tool_calls = [
+                ToolCall(id=f"ep_{i}", name=name, arguments=arguments)
+                for i, (name, arguments) in enumerate(calls)
+            ]
+            messages.append(ChatMessage(role="assistant", tool_calls=tool_calls))
+        token = f"ep-grade-{next(self._tokens)}"
+        self.live.episodes[token] = episode
+        try:
+            ref = EpisodeRef(episode.domain.name, token, "", "")
+            info = await self._grader(episode.domain).grade(task, messages, "agent_stop", ref)
+        finally:
+            self.live.episodes.pop(token, None)
+        return server_side(info, task)
+
+
+def server_side(info: dict[str, Any], task) -> dict[str, Any]:
+    """Restrict a full grade to what the server can know: drop the components that need the
+    agent's words, and recompute the reward over the rest."""
+    criteria = task.evaluation_criteria
+    basis = list(info.get("reward_basis") or [])
+    pending = []
+    if criteria is not None:
+        if "COMMUNICATE" in basis and criteria.communicate_info:
+            pending.append("COMMUNICATE")
+        if "NL_ASSERTION" in basis and criteria.nl_assertions:
+            pending.append("NL_ASSERTION")
+    breakdown = info.get("reward_breakdown")
+    if breakdown is None:
+        reward = float(info.get("reward") or 0.0)
+    else:
+        breakdown = {k: v for k, v in breakdown.items() if k not in pending}
+        reward = math.prod(breakdown.values()) if breakdown else 1.0
+    graded = {**info, "reward": reward, "reward_breakdown": breakdown}
+    if "COMMUNICATE" in pending:
+        graded["communicate_checks"] = None
+    graded["nl_assertions"] = None
+    graded["needs_conversation"] = pending
+    graded["graded_on_server"] = [b for b in basis if b not in pending]
+    return graded
