@@ -55,3 +55,18 @@ async def regrade(
 
     graded = await asyncio.gather(*(one(s) for s in sims))
     return {**document, "simulations": list(graded)}
+
+
+def check_domain(document: dict[str, Any], domain: str, source: Any) -> None:
+    """Refuse to re-grade a results file recorded on another domain: task ids overlap across
+    domains ("0", "1", ...), so the wrong domain would grade silently and wrongly."""
+    info = document.get("info") or {}
+    recorded = (info.get("environment_info") or {}).get("domain_name")
+    if recorded not in (None, domain):
+        raise ValueError(f"{source} holds simulations of domain '{recorded}', not '{domain}'")
+
+
+def tasks_of(domain: Domain, document: dict[str, Any]) -> list[Any]:
+    """The tasks a document's simulations were run on (those this domain knows)."""
+    ids = {str(sim.get("task_id")) for sim in document["simulations"]}
+    return [domain.task(t) for t in sorted(ids) if t in domain.tasks]
