@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import ValidationError
+
 from conversation.messages import parse_message
 from harness.backends import EpisodeBackend
 from harness.grading import Grader
@@ -19,6 +21,26 @@ def is_solo_run(document: dict[str, Any]) -> bool:
     agent = (info.get("agent_info") or {}).get("implementation")
     user = (info.get("user_info") or {}).get("implementation")
     return agent in SOLO_AGENTS or user in ("dummy", "dummy_user")
+
+
+def _messages(sim: dict[str, Any]) -> list[Any]:
+    """A simulation's trajectory as messages; a message that is not one is one sentence."""
+    parsed = []
+    for index, raw in enumerate(sim.get("messages") or []):
+        try:
+            parsed.append(parse_message(raw))
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            field = ".".join(str(part) for part in error["loc"]) or "message"
+            raise ValueError(
+                f"simulation {sim.get('id')}: message {index} cannot be replayed "
+                f"({field}: {error['msg']})"
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"simulation {sim.get('id')}: message {index} cannot be replayed ({exc})"
+            ) from None
+    return parsed
 
 
 async def regrade(
@@ -41,7 +63,7 @@ async def regrade(
         if sim.get("termination_reason") == INFRA:
             return {**sim, "reward_info": None}
         task = domain.task(str(sim["task_id"]))
-        messages = [parse_message(m) for m in sim.get("messages") or []]
+        messages = _messages(sim)
         history = task.initial_state.message_history if task.initial_state else None
         async with limit:
             ref = await grader.rebuild(task, messages, len(history or []), solo)

@@ -451,3 +451,17 @@ def test_version():
 
     result = cli.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"tau-harness {version('tau-mcp')}"
+
+
+def test_evaluate_on_a_message_it_cannot_replay_is_one_sentence(tmp_path):
+    bad = tmp_path / "bad.json"
+    sim = {"id": "a", "task_id": "create_task_1", "termination_reason": "agent_stop"}
+    bad.write_text(json.dumps([{**sim, "messages": [{"role": "bogus", "content": "x"}]}]))
+    result = cli.invoke(
+        app,
+        ["evaluate", "--domain", "mock", "--input", str(bad), "--save-to", str(tmp_path / "o")]
+        + ["--judge-llm", "none", "--data-dir", str(DATA_DIR)],
+    )
+    assert result.exit_code == 1
+    assert "simulation a: message 0 cannot be replayed (role:" in _one_sentence(result.output)
+    assert not (tmp_path / "o").exists()
