@@ -11,6 +11,7 @@ from conversation.messages import parse_message
 from harness.backends import EpisodeBackend
 from harness.grading import Grader
 from harness.metrics import INFRA
+from harness.task_group import gather_or_cancel
 from servers.engine.domain import Domain
 
 SOLO_AGENTS = {"solo", "llm_agent_solo", "llm_solo_agent"}
@@ -75,7 +76,7 @@ async def regrade(
                 await backend.delete_episode(ref)
         return {**sim, "reward_info": reward_info}
 
-    graded = await asyncio.gather(*(one(s) for s in sims))
+    graded = await gather_or_cancel(*(one(s) for s in sims))
     return {**document, "simulations": list(graded)}
 
 

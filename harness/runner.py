@@ -26,6 +26,7 @@ from harness.orchestrator import (
 from harness.results import ResultsFile, load_results
 from harness.results_lock import results_lock
 from harness.resume_check import check_resumable
+from harness.task_group import gather_or_cancel
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
@@ -346,7 +347,7 @@ class Runner:
             if on_done is not None:
                 on_done(sim)
 
-        await asyncio.gather(*(one(task, trial) for task, trial in todo))
+        await gather_or_cancel(*(one(task, trial) for task, trial in todo))
         results.finish()
         return results
 

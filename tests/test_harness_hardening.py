@@ -337,7 +337,7 @@ def test_a_full_disk_is_one_sentence_and_keeps_what_finished(tmp_path):
     # Every file this run writes may grow to 22 kB (the header alone is 15): the journal fills up after a few
     # simulations, as a disk would (Python ignores SIGXFSZ, so writes fail with EFBIG).
     full = subprocess.run(
-        _command(save_to),
+        _command(save_to, "--max-concurrency", "3"),  # the others are stopped cleanly
         cwd=ROOT,
         env=_env(),
         capture_output=True,
@@ -465,3 +465,25 @@ def test_evaluate_on_a_message_it_cannot_replay_is_one_sentence(tmp_path):
     assert result.exit_code == 1
     assert "simulation a: message 0 cannot be replayed (role:" in _one_sentence(result.output)
     assert not (tmp_path / "o").exists()
+
+
+async def test_the_first_failure_cancels_the_other_simulations():
+    from harness.task_group import gather_or_cancel
+
+    finished = []
+
+    async def slow(i: int) -> int:
+        await asyncio.sleep(0.5)
+        finished.append(i)
+        return i
+
+    async def broken() -> None:
+        await asyncio.sleep(0.01)
+        raise OSError("disk full")
+
+    assert await gather_or_cancel(slow(1), slow(2)) == [1, 2]
+    finished.clear()
+    with pytest.raises(OSError, match="disk full"):  # the error itself, not an exception group
+        await gather_or_cancel(slow(1), broken(), slow(2))
+    await asyncio.sleep(0.6)
+    assert finished == []
