@@ -102,6 +102,19 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return found
 
 
+def check_no_orphan_journal(path: Path | None) -> None:
+    """A journal whose results file is gone belongs to no run we can resume (a run writes its
+    file before its first journal line); appending to it would mix two runs' simulations."""
+    if path is None:
+        return
+    journal = Path(path).with_name(Path(path).name + ".journal.jsonl")
+    if journal.exists() and not Path(path).exists():
+        raise ResumeConflict(
+            f"{journal} is left over from a run whose results file {path} is gone; "
+            "move or delete it, or choose another --save-to"
+        )
+
+
 def check_resumable(path: Path, previous: dict[str, Any], header: dict[str, Any]) -> None:
     """Raise ResumeConflict naming every differing setting; return when resuming is sound."""
     if not isinstance(previous.get("info"), dict):

@@ -25,7 +25,7 @@ from harness.orchestrator import (
 )
 from harness.results import ResultsFile, load_results
 from harness.results_lock import results_lock
-from harness.resume_check import check_resumable
+from harness.resume_check import check_no_orphan_journal, check_resumable
 from harness.task_group import gather_or_cancel
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
@@ -310,6 +310,7 @@ class Runner:
     ) -> ResultsFile:
         """Run every missing simulation, holding the results file's lock throughout."""
         with results_lock(self.config.save_to):
+            check_no_orphan_journal(self.config.save_to)
             return await self._run_locked(on_done, on_start)
 
     async def _run_locked(

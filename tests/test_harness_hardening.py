@@ -487,3 +487,12 @@ async def test_the_first_failure_cancels_the_other_simulations():
         await gather_or_cancel(slow(1), broken(), slow(2))
     await asyncio.sleep(0.6)
     assert finished == []
+
+
+def test_a_journal_without_its_results_file_is_not_appended_to(tmp_path):
+    save_to = tmp_path / "r.json"
+    journal_path(save_to).write_text('{"id": "old", "task_id": "create_task_1"}\n')
+    result = _cli_run(save_to, "--task-ids", "create_task_1")
+    assert result.exit_code == 1
+    assert "is left over from a run whose results file" in _one_sentence(result.output)
+    assert not save_to.exists()
