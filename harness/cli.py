@@ -20,6 +20,7 @@ from harness.distributed.limits import parse_provider_limits
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from harness.preflight import check_models, judge_use, models_called, needs_judge
 from harness.report import (
     print_conversation,
     print_grade,
@@ -27,7 +28,14 @@ from harness.report import (
     simulations_table,
     task_rates_table,
 )
-from harness.results import ResultsError, atomic_write, load_results
+from harness.results import ResultsError, load_results
+from harness.results_lock import results_lock
+from harness.run_outcome import (
+    INTERRUPTED_EXIT,
+    infra_failure_message,
+    interrupted_message,
+    progress_rate,
+)
 from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, Runner, select_tasks
 from servers.engine.errors import EngineError
 
@@ -48,6 +56,26 @@ from harness.integrations.export_cli import export_app  # noqa: E402
 app.add_typer(export_app, name="export")
 
 NO_JUDGE = {"none", "off", "no", ""}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"tau-harness {version('tau-mcp')}")
+        except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+            typer.echo("tau-harness (tau-mcp, not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Run and grade tau2 simulations against tau-mcp servers."""
 
 
 def _fail(message: str) -> None:
@@ -195,9 +223,15 @@ def run(
     try:
         limits = parse_provider_limits(provider_limit)
         loaded = _load_domain(domain, data_dir)
-        asyncio.run(_run(config, loaded, server, server_token, ray, limits))
+        simulations = asyncio.run(_run(config, loaded, server, server_token, ray, limits))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(interrupted_message(config.save_to), err=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    failure = infra_failure_message(simulations, config.save_to)
+    if failure:
+        _fail(failure)
 
 
 def _default_results_path(domain: str, agent: str, user: str) -> Path:
@@ -214,12 +248,13 @@ async def _run(
     token: str | None,
     ray_address: str | None = None,
     provider_limits: dict[str, int] | None = None,
-) -> None:
+) -> list[dict[str, Any]]:
     backend = await _backend(domain, server, token)
     pool = None
     try:
         runner = Runner(backend, domain, config)
-        select_tasks(domain, config)  # bad task ids fail here, before any output
+        tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
+        check_models(models_called(config, tasks))  # so does a missing API key
         if ray_address is not None:
             from harness.distributed.ray_pool import RayPool
 
@@ -236,7 +271,7 @@ async def _run(
             from harness.distributed.limits import LocalProviderLimits
 
             set_request_gate(LocalProviderLimits(provider_limits).gate)
-        passed = finished = 0
+        passed = finished = infra = 0
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -246,17 +281,21 @@ async def _run(
             console=console,
             transient=False,
         ) as progress:
-            bar = progress.add_task(f"{domain.name}", total=None, rate="-")
+            # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
+            bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
 
             def on_done(sim: dict[str, Any]) -> None:
-                nonlocal passed, finished
+                nonlocal passed, finished, infra
                 if sim.get("termination_reason") != INFRA:
                     finished += 1
                     passed += is_success((sim.get("reward_info") or {}).get("reward"))
-                rate = f"{passed / finished:.1%}" if finished else "-"
-                progress.update(bar, advance=1, rate=rate)
+                else:
+                    infra += 1
+                progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
 
-            results = await runner.run(on_done, lambda todo: progress.update(bar, total=todo))
+            results = await runner.run(
+                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
+            )
         print_summary(
             console,
             results.simulations,
@@ -266,6 +305,7 @@ async def _run(
         )
         if config.save_to:
             console.print(f"results saved to {config.save_to}")
+        return results.simulations
     finally:
         if pool is not None:
             pool.close()
@@ -295,16 +335,27 @@ def evaluate(
     max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
+    from harness.evaluate import check_domain, tasks_of
+    from harness.evaluate_output import refuse_unfinished_run, write_regraded
+
     judge = _judge(judge_llm, judge_llm_args)
     try:
         document = load_results(input)
+        check_domain(document, domain, input)
         loaded = _load_domain(domain, data_dir)
-        graded = asyncio.run(
-            _evaluate(loaded, document, judge, server, server_token, max_concurrency)
-        )
+        if judge is not None and needs_judge(tasks_of(loaded, document)):
+            check_models([judge_use(judge)])
+        with results_lock(save_to):  # no run may write there meanwhile
+            refuse_unfinished_run(save_to)
+            graded = asyncio.run(
+                _evaluate(loaded, document, judge, server, server_token, max_concurrency)
+            )
+            write_regraded(save_to, graded)
     except (EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
-    atomic_write(save_to, json.dumps(graded, indent=1, default=str))
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; nothing was written to {save_to}", err=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     print_summary(console, graded["simulations"], f"{domain}: re-graded {input.name}")
     console.print(f"re-graded results saved to {save_to}")
 
@@ -333,14 +384,11 @@ def view(
 ) -> None:
     """Show results files: summary, per-task pass rates and simulations, or conversations."""
     from harness.report.summary import PASS, outcome
-    from harness.report.validate import check_simulations
 
     loaded: list[tuple[Path, dict[str, Any]]] = []
     for file in files:
         try:
-            document = load_results(file)
-            check_simulations(file, document)
-            loaded.append((file, document))
+            loaded.append((file, load_results(file)))
         except ResultsError as exc:
             _fail(str(exc))
     if sim is not None:

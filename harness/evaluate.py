@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import ValidationError
+
 from conversation.messages import parse_message
 from harness.backends import EpisodeBackend
 from harness.grading import Grader
 from harness.metrics import INFRA
+from harness.task_group import gather_or_cancel
 from servers.engine.domain import Domain
 
 SOLO_AGENTS = {"solo", "llm_agent_solo", "llm_solo_agent"}
@@ -19,6 +22,26 @@ def is_solo_run(document: dict[str, Any]) -> bool:
     agent = (info.get("agent_info") or {}).get("implementation")
     user = (info.get("user_info") or {}).get("implementation")
     return agent in SOLO_AGENTS or user in ("dummy", "dummy_user")
+
+
+def _messages(sim: dict[str, Any]) -> list[Any]:
+    """A simulation's trajectory as messages; a message that is not one is one sentence."""
+    parsed = []
+    for index, raw in enumerate(sim.get("messages") or []):
+        try:
+            parsed.append(parse_message(raw))
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            field = ".".join(str(part) for part in error["loc"]) or "message"
+            raise ValueError(
+                f"simulation {sim.get('id')}: message {index} cannot be replayed "
+                f"({field}: {error['msg']})"
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"simulation {sim.get('id')}: message {index} cannot be replayed ({exc})"
+            ) from None
+    return parsed
 
 
 async def regrade(
@@ -41,7 +64,7 @@ async def regrade(
         if sim.get("termination_reason") == INFRA:
             return {**sim, "reward_info": None}
         task = domain.task(str(sim["task_id"]))
-        messages = [parse_message(m) for m in sim.get("messages") or []]
+        messages = _messages(sim)
         history = task.initial_state.message_history if task.initial_state else None
         async with limit:
             ref = await grader.rebuild(task, messages, len(history or []), solo)
@@ -53,5 +76,20 @@ async def regrade(
                 await backend.delete_episode(ref)
         return {**sim, "reward_info": reward_info}
 
-    graded = await asyncio.gather(*(one(s) for s in sims))
+    graded = await gather_or_cancel(*(one(s) for s in sims))
     return {**document, "simulations": list(graded)}
+
+
+def check_domain(document: dict[str, Any], domain: str, source: Any) -> None:
+    """Refuse to re-grade a results file recorded on another domain: task ids overlap across
+    domains ("0", "1", ...), so the wrong domain would grade silently and wrongly."""
+    info = document.get("info") or {}
+    recorded = (info.get("environment_info") or {}).get("domain_name")
+    if recorded not in (None, domain):
+        raise ValueError(f"{source} holds simulations of domain '{recorded}', not '{domain}'")
+
+
+def tasks_of(domain: Domain, document: dict[str, Any]) -> list[Any]:
+    """The tasks a document's simulations were run on (those this domain knows)."""
+    ids = {str(sim.get("task_id")) for sim in document["simulations"]}
+    return [domain.task(t) for t in sorted(ids) if t in domain.tasks]

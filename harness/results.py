@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from conversation.messages import now
+from harness.results_shape import shape_problem
 
 
 class ResultsError(ValueError):
     pass
+
+
+class ResultsWriteError(ResultsError):
+    """The results file or its journal could not be written (disk full, read-only, ...)."""
 
 
 SAVE_INTERVAL_S = 5.0
@@ -55,20 +60,40 @@ def load_results(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultsError(f"cannot read results file {path}: {exc}") from None
     if isinstance(data, list):
-        return {"info": None, "tasks": [], "simulations": data}
+        data = {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise ResultsError(f"{path} is neither a results file nor a list of simulations")
+    if not isinstance(data.get("info"), dict | None) or not isinstance(
+        data.get("tasks"), list | None
+    ):
+        raise ResultsError(f"{path} has a malformed header ('info' or 'tasks')")
+    problem = shape_problem(data["simulations"])
+    if problem:
+        raise ResultsError(f"{path} cannot be used: {problem}")
     known = {sim.get("id") for sim in data["simulations"]}
-    extra = [sim for sim in read_journal(path) if sim.get("id") not in known]
+    extra = [
+        sim
+        for sim in read_journal(path)
+        if isinstance(sim, dict) and sim.get("id") not in known and not shape_problem([sim])
+    ]
     if extra:
         data["simulations"] = [*data["simulations"], *extra]
     return data
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, text: str) -> None:
+    """Write `path` whole or not at all, with the permissions a plain open() would give it
+    (mkstemp alone would make it 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
@@ -88,16 +113,54 @@ class ResultsFile:
         self.simulations: list[dict[str, Any]] = []
         self._serialized: list[str] = []
         self._last_save = 0.0
+        self.on_disk = 0  # how many of `simulations` a rerun would find (file or journal)
+        self._journal_checked = False
 
     def add(self, simulation: dict[str, Any], save: bool = True) -> None:
-        """Record a simulation. With `save`, it is on disk (journal) before this returns."""
+        """Record a simulation. With `save`, it is on disk (journal) before this returns;
+        a failed write raises ResultsWriteError saying what is kept and how to go on."""
         self.simulations.append(simulation)
         self._serialized.append(json.dumps(simulation, indent=1, default=str))
         if save and self.path is not None:
-            with journal_path(self.path).open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(simulation, default=str) + "\n")
+            self._append_to_journal(json.dumps(simulation, default=str) + "\n")
+            self.on_disk += 1
             if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
                 self.save()
+
+    def _append_to_journal(self, line: str) -> None:
+        journal = journal_path(self.path)
+        try:
+            with journal.open("ab") as fh:
+                size = fh.tell()
+                if not self._journal_checked:
+                    # A run killed mid-write leaves a torn last line; end it, so the next
+                    # simulation is not glued to it (read_journal skips the torn one).
+                    self._journal_checked = True
+                    if size and _last_byte(journal) != b"\n":
+                        fh.write(b"\n")
+                        size += 1
+                try:
+                    fh.write(line.encode("utf-8"))
+                    fh.flush()
+                except OSError:
+                    _truncate(journal, size)  # no half line left behind
+                    raise
+        except OSError as exc:
+            raise self._write_error(exc) from None
+
+    def _write_error(self, exc: OSError) -> ResultsWriteError:
+        reason = exc.strerror or type(exc).__name__
+        if not self.on_disk:
+            return ResultsWriteError(
+                f"cannot write results to {self.path} ({reason}); "
+                "free some space or choose a writable --save-to"
+            )
+        return ResultsWriteError(
+            f"cannot write results to {self.path} ({reason}); the {self.on_disk} finished "
+            f"simulation(s) so far are kept in {self.path} and {journal_path(self.path).name}: "
+            "free some space or fix the permissions, then rerun with the same --save-to to "
+            "finish the rest"
+        )
 
     def text(self) -> str:
         head = json.dumps(self.header, indent=1, default=str)
@@ -110,8 +173,12 @@ class ResultsFile:
         """Rewrite the results file with every simulation so far (the journal stays, in case
         more simulations are appended after this save)."""
         if self.path is not None:
-            atomic_write(self.path, self.text())
+            try:
+                atomic_write(self.path, self.text())
+            except OSError as exc:
+                raise self._write_error(exc) from None
             self._last_save = time.monotonic()
+            self.on_disk = len(self.simulations)
 
     def finish(self) -> None:
         """Final save; the journal is then redundant and removed."""
@@ -121,3 +188,16 @@ class ResultsFile:
 
     def document(self) -> dict[str, Any]:
         return {**self.header, "simulations": self.simulations}
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1)
+
+
+def _truncate(path: Path, size: int) -> None:
+    try:
+        os.truncate(path, size)
+    except OSError:
+        pass  # best effort; read_journal ignores a torn last line anyway

@@ -24,6 +24,9 @@ from harness.orchestrator import (
     history_messages,
 )
 from harness.results import ResultsFile, load_results
+from harness.results_lock import results_lock
+from harness.resume_check import check_no_orphan_journal, check_resumable
+from harness.task_group import gather_or_cancel
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
@@ -153,6 +156,8 @@ class Runner:
             },
             "seed": c.seed,
             "judge_llm": c.judge.model if c.judge else None,
+            "judge_llm_args": c.judge.llm_args if c.judge else None,
+            "enforce_communication_protocol": c.enforce_protocol,
         }
 
     def user_guidelines(self) -> str | None:
@@ -319,6 +324,16 @@ class Runner:
         on_done: Callable[[dict[str, Any]], None] | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> ResultsFile:
+        """Run every missing simulation, holding the results file's lock throughout."""
+        with results_lock(self.config.save_to):
+            check_no_orphan_journal(self.config.save_to)
+            return await self._run_locked(on_done, on_start)
+
+    async def _run_locked(
+        self,
+        on_done: Callable[[dict[str, Any]], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> ResultsFile:
         config = self.config
         tasks = select_tasks(self.domain, config)
         self.user_guidelines()
@@ -352,7 +367,7 @@ class Runner:
             if on_done is not None:
                 on_done(sim)
 
-        await asyncio.gather(*(one(task, trial) for task, trial in todo))
+        await gather_or_cancel(*(one(task, trial) for task, trial in todo))
         results.finish()
         return results
 
@@ -364,6 +379,7 @@ class Runner:
             raise ConfigError(
                 f"{path} holds a run on domain '{old_domain}', not '{self.domain.name}'"
             )
+        check_resumable(path, previous, results.header)
         done = set()
         for sim in previous["simulations"]:
             if sim.get("termination_reason") == INFRA:

@@ -377,5 +377,10 @@ async def _too_large(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, anyio.BrokenResourceError | anyio.ClosedResourceError):
+        # The client went away while we answered (an in-process harness cancelling its
+        # simulations after an error or Ctrl-C): nothing went wrong on our side.
+        log.debug("client gone during %s %s", request.method, request.url.path)
+        return JSONResponse({"error": "client went away"}, status_code=499)
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return JSONResponse({"error": f"internal server error ({type(exc).__name__})"}, status_code=500)

@@ -9,11 +9,13 @@ import logging
 import sys
 from pathlib import Path
 
+import anyio
 from fastmcp import FastMCP
 
 from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
+from servers.stdio_drain import serve_until_answered
 
 STDIO_EPISODE = "stdio"
 
@@ -42,4 +44,23 @@ def run_stdio(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     server = build_stdio_server(domain_name, side, task_id, data_dir)
-    server.run(transport="stdio", show_banner=False, log_level="WARNING")
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: FastMCP) -> None:
+    """fastmcp's stdio runner (lifespan, transport context), with a relay that answers the
+    requests in flight when stdin closes (servers/stdio_drain.py). It reaches into fastmcp's
+    `_lifespan_manager` and `_mcp_server`, which its own runner uses; fastmcp is pinned."""
+    from fastmcp.server.context import reset_transport, set_transport
+    from mcp.server.stdio import stdio_server
+
+    token = set_transport("stdio")
+    try:
+        async with server._lifespan_manager():
+            async with stdio_server() as (read_stream, write_stream):
+                low_level = server._mcp_server
+                await serve_until_answered(
+                    low_level, read_stream, write_stream, low_level.create_initialization_options()
+                )
+    finally:
+        reset_transport(token)

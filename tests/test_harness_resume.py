@@ -82,7 +82,7 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
         after_kill["info"]["agent_info"]["implementation"] == "tests.test_harness_resume:SlowOracle"
     )
 
-    rerun = _harness(save_to, "oracle")
+    rerun = _harness(save_to, "tests.test_harness_resume:SlowOracle")  # same settings resume
     out, err = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, err.decode()[-2000:]
     final = json.loads(save_to.read_text())["simulations"]

@@ -1,0 +1,109 @@
+"""Before a run starts: can every model it will call be reached with the keys that are set?
+
+Without this, a missing key shows up only after every simulation has spent its retries (half a
+minute of backoff each), as a table of infrastructure errors. litellm knows which environment
+variables each provider needs; we ask it for the models this run will really call, and only then
+import it (it is slow to import). A model given an `api_base` (in its arguments, or through the
+provider's base-URL variable) is a local or self-hosted server that may need no key at all, so a
+missing key is not held against it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from servers.engine.tasks import Task
+
+AGENTS_WITH_MODEL = {"llm", "solo"}
+USERS_WITH_MODEL = {"llm"}
+
+
+class MissingModelKey(ValueError):
+    """A model the run will call cannot be reached; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    role: str  # "agent", "user", "judge": for the message
+    model: str
+    llm_args: dict[str, Any]
+    hint: str = ""  # what else the user could do, e.g. "or pass --judge-llm none"
+
+
+def needs_judge(tasks: Iterable[Task]) -> bool:
+    """Whether grading any of these tasks asks the NL-assertion judge."""
+    for task in tasks:
+        criteria = task.evaluation_criteria
+        if criteria and "NL_ASSERTION" in criteria.reward_basis and criteria.nl_assertions:
+            return True
+    return False
+
+
+def models_called(config: Any, tasks: list[Task]) -> list[ModelUse]:
+    """The models a run with this RunConfig will call (plug-in agents are left to themselves)."""
+    uses = []
+    if config.agent in AGENTS_WITH_MODEL and config.agent_llm:
+        uses.append(ModelUse("agent", config.agent_llm, dict(config.agent_llm_args or {})))
+    if config.user in USERS_WITH_MODEL and config.user_llm:
+        uses.append(ModelUse("user", config.user_llm, dict(config.user_llm_args or {})))
+    if config.judge is not None and needs_judge(tasks):
+        uses.append(judge_use(config.judge))
+    return uses
+
+
+def judge_use(judge: Any) -> ModelUse:
+    return ModelUse(
+        "NL-assertion judge",
+        judge.model,
+        dict(judge.llm_args or {}),
+        "; or pass --judge-llm none to leave NL assertions out of the reward",
+    )
+
+
+def _base_url_set(provider: str | None, llm_args: dict[str, Any]) -> bool:
+    if llm_args.get("api_base") or llm_args.get("base_url"):
+        return True
+    if not provider:
+        return False
+    prefix = provider.upper().replace("-", "_")
+    return any(os.environ.get(f"{prefix}_{name}") for name in ("API_BASE", "BASE_URL"))
+
+
+def problem(use: ModelUse) -> str | None:
+    """One sentence saying why `use` cannot be called, or None when it can."""
+    from conversation.llm import litellm_module
+
+    litellm = litellm_module()
+    args = use.llm_args
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model=use.model, api_base=args.get("api_base"))
+    except Exception:  # noqa: BLE001 - litellm raises its own BadRequestError here
+        return (
+            f"litellm does not know the {use.role} model '{use.model}'; name it with its "
+            f"provider, e.g. openai/{use.model} or anthropic/{use.model}{use.hint}"
+        )
+    if args.get("api_key") or _base_url_set(provider, args):
+        return None
+    try:
+        found = litellm.validate_environment(model=use.model, api_base=args.get("api_base"))
+    except Exception:  # noqa: BLE001 - if litellm cannot tell, let the call itself decide
+        return None
+    missing = [k for k in found.get("missing_keys") or [] if not os.environ.get(k)]
+    if found.get("keys_in_environment") or not missing:
+        return None
+    return (
+        f"the {use.role} model '{use.model}' needs {' and '.join(missing)} set in the "
+        f"environment (or an api_key in its llm args){use.hint}"
+    )
+
+
+def check_models(uses: list[ModelUse]) -> None:
+    """Raise MissingModelKey for the first model that cannot be called; import litellm only
+    when some model will be called."""
+    for use in uses:
+        reason = problem(use)
+        if reason:
+            raise MissingModelKey(reason)
