@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +36,22 @@ from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
 from servers.engine.errors import EngineError, UnknownEpisode
+from servers.engine.ids import check_episode_id
 from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
+from servers.guards import (
+    DEFAULT_BODY_TIMEOUT,
+    LOOPBACK_HOSTS,
+    ErrorsAsJson,
+    HostOriginGuard,
+    JsonBodyGuard,
+)
 from servers.mcp_tools import build_mcp_server
 
 log = logging.getLogger("tau.server")
 
 DEFAULT_EPISODE = "default"
 SIDES: tuple[Side, ...] = ("agent", "user")
-_EPISODE_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 
 
 class BadRequest(EngineError):
@@ -59,6 +65,10 @@ class ServerSettings:
     capacity: int = 20_000
     wrap_ep_results: bool | None = None  # None: $TAU_EP_WRAP_RESULTS, default on
     warm: bool = True  # load every domain's data before taking traffic
+    # `Host` names answered (DNS-rebinding guard) and browser origins allowed (CORS).
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    allowed_origins: tuple[str, ...] = ()
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a whole request body
 
 
 def episode_from_scope() -> Episode:
@@ -171,8 +181,8 @@ class TauServer:
         body = await _json_body(request)
         task_id = _optional_str(body, "task_id")
         episode_id = _optional_str(body, "episode_id")
-        if episode_id is not None and not _EPISODE_ID.match(episode_id):
-            raise BadRequest("episode_id must be 1-128 letters, digits or ._~-")
+        if episode_id is not None:
+            check_episode_id(episode_id)
         episode = self.store.create(domain, task_id, episode_id)
         base = f"/{domain}/episodes/{episode.id}"
         return JSONResponse(
@@ -267,9 +277,19 @@ class TauServer:
         return routes
 
     def build(self) -> Starlette:
-        middleware = [Middleware(BodySizeLimit, max_bytes=self.settings.max_body_bytes)]
-        if self.settings.token:
-            middleware.insert(0, Middleware(BearerTokenGuard, token=self.settings.token))
+        settings = self.settings
+        middleware = [
+            Middleware(ErrorsAsJson),
+            Middleware(
+                HostOriginGuard,
+                allowed_hosts=settings.allowed_hosts,
+                allowed_origins=settings.allowed_origins,
+            ),
+            Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
+            Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
+        ]
+        if settings.token:
+            middleware.insert(2, Middleware(BearerTokenGuard, token=settings.token))
         app = Starlette(
             routes=self.routes(),
             middleware=middleware,

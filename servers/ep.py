@@ -11,7 +11,6 @@ Control routes carry the EP session id in the `mcp-session-id` header.
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,9 +23,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from servers.auth import send_json_error
 from servers.engine.episode import Episode, EpisodeStore
 from servers.engine.errors import EngineError, NotFound, UnknownEpisode
+from servers.engine.ids import ID_RULE, is_safe_episode_id
 
 SESSION_HEADER = "mcp-session-id"
-_SESSION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 _MAX_TRANSPORTS = 100_000
 
 
@@ -124,8 +123,8 @@ class EvalProtocolBridge:
     def open_session(self, domain: str, extra: dict[str, Any]) -> Episode:
         """Start (or resume) the episode of an EP session from its initialize `_extra`."""
         session_id = extra.get("session_id")
-        if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
-            raise EpError("clientInfo._extra.session_id must be 1-128 letters, digits or ._~-")
+        if not is_safe_episode_id(session_id):
+            raise EpError(f"clientInfo._extra.session_id must be {ID_RULE}")
         config = extra.get("config") or {}
         if not isinstance(config, dict):
             raise EpError("clientInfo._extra.config must be an object")

@@ -14,7 +14,8 @@ import httpx2
 
 from harness.backends import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
 
-IN_PROCESS_BASE = "http://tau.local"
+IN_PROCESS_HOST = "tau.local"
+IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
 
 
 class McpToolSession:
@@ -175,7 +176,10 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
         from servers.app import ServerSettings, create_app
     except ImportError as exc:
         raise InfrastructureError(f"the server app is not available ({exc})") from exc
-    app = create_app(domains, settings=ServerSettings(token=token))
+    from servers.guards import LOOPBACK_HOSTS
+
+    settings = ServerSettings(token=token, allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST))
+    app = create_app(domains, settings=settings)
     return await HttpBackend(app=app, token=token).start()
 
 
