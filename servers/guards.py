@@ -133,8 +133,10 @@ class HostOriginGuard:
         # Same origin: a page served by this very host and port (the server serves none today,
         # but a proxy in front of it might).
         parts = urlsplit(origin)
-        return host is not None and parts.scheme in ("http", "https") and (
-            parts.netloc == host.decode("latin-1").lower()
+        return (
+            host is not None
+            and parts.scheme in ("http", "https")
+            and (parts.netloc == host.decode("latin-1").lower())
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -241,9 +243,10 @@ def json_shape_problem(
     if _LONG_NUMBER.search(outside_strings) is not None:
         return f"a JSON number is longer than {max_number} characters"
     brackets = _BRACKETS.sub(b"", outside_strings)
-    if len(brackets) > max_depth and max(
-        accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0
-    ) > max_depth:
+    if (
+        len(brackets) > max_depth
+        and max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth
+    ):
         return f"JSON nested deeper than {max_depth} levels"
     return None
 

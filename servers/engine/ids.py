@@ -9,7 +9,7 @@ from servers.engine.errors import EngineError
 MAX_EPISODE_ID = 128
 # Starts with a letter or digit, so `.`, `..` and dot-files (which clients and proxies normalise
 # away, sending writes to another episode) can never be ids.
-_EPISODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~-]{0,%d}" % (MAX_EPISODE_ID - 1))
+_EPISODE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._~-]{{0,{MAX_EPISODE_ID - 1}}}")
 ID_RULE = f"1-{MAX_EPISODE_ID} letters, digits or ._~- starting with a letter or digit"
 
 
