@@ -208,7 +208,9 @@ class TauServer:
         return Response(body, media_type="application/json")
 
     async def delete_episode(self, request: Request) -> Response:
-        self.store.delete(request.path_params["domain"], request.path_params["episode_id"])
+        domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
+        self.store.delete(domain, episode_id)
+        self.ep.forget(domain, episode_id)
         return Response(status_code=204)
 
     async def assertions(self, request: Request) -> JSONResponse:

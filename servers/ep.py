@@ -128,7 +128,9 @@ class EvalProtocolBridge:
         self.store = store
         self.mcp_apps = mcp_apps
         self.default_episode = default_episode
-        self.sessions: dict[tuple[str, str], EpSession] = {}
+        # Oldest first; bounded like the episode store, and a deleted episode's session goes
+        # with it, so a long soak of EP rollouts does not accumulate sessions.
+        self.sessions: OrderedDict[tuple[str, str], EpSession] = OrderedDict()
         self.transports: OrderedDict[str, tuple[str, str]] = OrderedDict()
         # Connections whose session a newer connection took over: refused, never rerouted.
         self.revoked: OrderedDict[str, str] = OrderedDict()
@@ -159,6 +161,10 @@ class EvalProtocolBridge:
                 self._forget_transports(session)
             episode = self.store.create(domain, task_id, session_id, replace=True)
             self.sessions[key] = EpSession(domain, session_id, task_id)
+            self.sessions.move_to_end(key)
+            while len(self.sessions) > self.store.capacity:
+                _, oldest = self.sessions.popitem(last=False)
+                self._forget_transports(oldest)
             return episode
         self._check_reconnect(session, task_id)
         return episode
@@ -185,7 +191,15 @@ class EvalProtocolBridge:
         self._forget_transports(session)  # the old connections, if any, lose the episode
         session.last_used = time.monotonic()
 
+    def forget(self, domain: str, episode_id: str) -> None:
+        """Drop the EP session whose episode was deleted (its id may start afresh later)."""
+        session = self.sessions.pop((domain, episode_id), None)
+        if session is not None:
+            self._forget_transports(session)
+
     def _forget_transports(self, session: EpSession) -> None:
+        """Detach the session's open connections: later requests on them are refused (never
+        rerouted to the default episode)."""
         for transport_id in session.transports:
             self.transports.pop(transport_id, None)
             self.revoked[transport_id] = session.session_id
@@ -274,7 +288,8 @@ class EvalProtocolBridge:
                 return None
             raise SessionConflict(
                 f"this MCP connection no longer acts on Eval Protocol session "
-                f"'{self.revoked[transport_id]}': a newer connection took it over"
+                f"'{self.revoked[transport_id]}': a newer connection took it over or its "
+                "episode was deleted; open a new session"
             )
         if transport_id:
             owner = self.transports.get(transport_id)

@@ -98,3 +98,18 @@ async def test_idle_connection_is_taken_over_and_then_refused(
         state = await http.get("/mock/episodes/default/state")
         assert state.status_code == 404 or "stale" not in str(state.json())
         assert (await _create_task(http, new, "fresh")).status_code == 200
+
+
+async def test_deleted_episode_takes_its_session_along() -> None:
+    """Issue 10, item 9: EP sessions do not pile up over a soak, and a connection whose episode
+    was deleted is refused rather than rerouted to the default episode."""
+    async with serving(["mock"]) as srv, srv.http() as http:
+        bridge = srv.app.state.tau.ep
+        for n in range(5):
+            _, transport = await _initialize(http, f"soak-{n}", "create_task_1")
+            assert (await http.delete(f"/mock/episodes/soak-{n}")).status_code == 204
+        assert not bridge.sessions and not bridge.transports
+        late = await _create_task(http, transport, "late")
+        assert late.status_code == 409 and "deleted" in late.json()["error"]
+        fresh, _ = await _initialize(http, "soak-4", "update_task_1")  # the id starts afresh
+        assert fresh.status_code == 200
