@@ -14,6 +14,7 @@ from fastmcp import FastMCP
 from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
+from servers.stdio_guard import install as install_stdio_guard
 
 STDIO_EPISODE = "stdio"
 
@@ -42,4 +43,5 @@ def run_stdio(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     server = build_stdio_server(domain_name, side, task_id, data_dir)
+    install_stdio_guard()  # unreadable lines get a JSON-RPC error instead of silence
     server.run(transport="stdio", show_banner=False, log_level="WARNING")
