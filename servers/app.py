@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from servers import mcp_sessions
 from servers.auth import (
     DEFAULT_MAX_BODY,
     BearerTokenGuard,
@@ -165,6 +166,11 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
+        if episode_id is not None and episode is not None:
+            transport_id = dict(scope["headers"]).get(b"mcp-session-id")
+            send = mcp_sessions.track(
+                episode, app, scope["method"], transport_id and transport_id.decode("latin-1"), send
+            )
         await app({**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}, receive, send)
 
     # --- HTTP routes ------------------------------------------------------------------------
@@ -223,8 +229,11 @@ class TauServer:
 
     async def delete_episode(self, request: Request) -> Response:
         domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
+        episode = self.store.find(domain, episode_id)
         self.store.delete(domain, episode_id)
         self.ep.forget(domain, episode_id)
+        if episode is not None:
+            await mcp_sessions.end_sessions(episode)
         return Response(status_code=204)
 
     async def assertions(self, request: Request) -> JSONResponse:
