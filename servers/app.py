@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from servers import mcp_sessions
 from servers.auth import (
     DEFAULT_MAX_BODY,
     BearerTokenGuard,
@@ -37,8 +37,16 @@ from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
 from servers.engine.errors import EngineError, UnknownEpisode
+from servers.engine.ids import check_episode_id
 from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
+from servers.guards import (
+    DEFAULT_BODY_TIMEOUT,
+    LOOPBACK_HOSTS,
+    ErrorsAsJson,
+    HostOriginGuard,
+    JsonBodyGuard,
+)
 from servers.integrations.ep_grade import record_tool_calls
 from servers.mcp_tools import build_mcp_server
 
@@ -46,7 +54,6 @@ log = logging.getLogger("tau.server")
 
 DEFAULT_EPISODE = "default"
 SIDES: tuple[Side, ...] = ("agent", "user")
-_EPISODE_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 
 
 class BadRequest(EngineError):
@@ -60,6 +67,10 @@ class ServerSettings:
     capacity: int = 20_000
     wrap_ep_results: bool | None = None  # None: $TAU_EP_WRAP_RESULTS, default on
     warm: bool = True  # load every domain's data before taking traffic
+    # `Host` names answered (DNS-rebinding guard) and browser origins allowed (CORS).
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    allowed_origins: tuple[str, ...] = ()
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a whole request body
 
 
 def episode_from_scope() -> Episode:
@@ -96,6 +107,7 @@ class TauServer:
             record_tool_calls(ep_server, episode_from_scope)
             ep_apps[name] = ep_server.http_app(path="/mcp", json_response=True)
         self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
+        self._serializer_limiter: anyio.CapacityLimiter | None = None
 
     def default_episode(self, domain: str) -> Episode:
         """The domain's shared episode for manual use, created from the domain DB on demand."""
@@ -156,6 +168,11 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
+        if episode_id is not None and episode is not None:
+            transport_id = dict(scope["headers"]).get(b"mcp-session-id")
+            send = mcp_sessions.track(
+                episode, app, scope["method"], transport_id and transport_id.decode("latin-1"), send
+            )
         await app({**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}, receive, send)
 
     # --- HTTP routes ------------------------------------------------------------------------
@@ -173,8 +190,8 @@ class TauServer:
         body = await _json_body(request)
         task_id = _optional_str(body, "task_id")
         episode_id = _optional_str(body, "episode_id")
-        if episode_id is not None and not _EPISODE_ID.match(episode_id):
-            raise BadRequest("episode_id must be 1-128 letters, digits or ._~-")
+        if episode_id is not None:
+            check_episode_id(episode_id)
         episode = self.store.create(domain, task_id, episode_id)
         base = f"/{domain}/episodes/{episode.id}"
         return JSONResponse(
@@ -186,21 +203,39 @@ class TauServer:
             status_code=201,
         )
 
+    def _serializers(self) -> anyio.CapacityLimiter:
+        """At most two threads serialize states at once. The GIL makes more no faster, and each
+        extra thread that builds a multi-megabyte state gets its own malloc arena, which keeps
+        the freed memory: with anyio's default 40 threads, a soak reading airline states held
+        ~100 MB more resident memory than it used (allocator retention, not a leak)."""
+        if self._serializer_limiter is None:  # created on the serving event loop
+            self._serializer_limiter = anyio.CapacityLimiter(SERIALIZER_THREADS)
+        return self._serializer_limiter
+
     def _episode(self, request: Request) -> Episode:
         return self.store.get(request.path_params["domain"], request.path_params["episode_id"])
 
     async def state(self, request: Request) -> Response:
         episode = self._episode(request)
-        body = await anyio.to_thread.run_sync(_locked_json, episode, episode.snapshot)
+        body = await anyio.to_thread.run_sync(
+            _locked_json, episode, episode.snapshot, limiter=self._serializers()
+        )
         return Response(body, media_type="application/json")
 
     async def hashes(self, request: Request) -> Response:
         episode = self._episode(request)
-        body = await anyio.to_thread.run_sync(_locked_json, episode, episode.hashes)
+        body = await anyio.to_thread.run_sync(
+            _locked_json, episode, episode.hashes, limiter=self._serializers()
+        )
         return Response(body, media_type="application/json")
 
     async def delete_episode(self, request: Request) -> Response:
-        self.store.delete(request.path_params["domain"], request.path_params["episode_id"])
+        domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
+        episode = self.store.find(domain, episode_id)
+        self.store.delete(domain, episode_id)
+        self.ep.forget(domain, episode_id)
+        if episode is not None:
+            await mcp_sessions.end_sessions(episode)
         return Response(status_code=204)
 
     async def assertions(self, request: Request) -> JSONResponse:
@@ -269,9 +304,19 @@ class TauServer:
         return routes
 
     def build(self) -> Starlette:
-        middleware = [Middleware(BodySizeLimit, max_bytes=self.settings.max_body_bytes)]
-        if self.settings.token:
-            middleware.insert(0, Middleware(BearerTokenGuard, token=self.settings.token))
+        settings = self.settings
+        middleware = [
+            Middleware(ErrorsAsJson),
+            Middleware(
+                HostOriginGuard,
+                allowed_hosts=settings.allowed_hosts,
+                allowed_origins=settings.allowed_origins,
+            ),
+            Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
+            Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
+        ]
+        if settings.token:
+            middleware.insert(2, Middleware(BearerTokenGuard, token=settings.token))
         app = Starlette(
             routes=self.routes(),
             middleware=middleware,
@@ -311,6 +356,9 @@ def create_app(
 
 
 # --- helpers ----------------------------------------------------------------------------------
+SERIALIZER_THREADS = 2
+
+
 def _locked_json(episode: Episode, produce) -> bytes:
     with episode.lock:
         value = produce()

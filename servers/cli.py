@@ -18,12 +18,39 @@ from servers.engine.data import ENV_VAR as DATA_ENV
 from servers.engine.data import resolve_data_dir
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
+from servers.guards import DEFAULT_BODY_TIMEOUT
+from servers.http_server import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_CONNECTIONS,
+)
 
 app = typer.Typer(
     help="tau2 customer-service domains as MCP servers.", no_args_is_help=True, add_completion=False
 )
 config_app = typer.Typer(help="Print configuration snippets for MCP clients.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from servers.version import package_version
+
+        typer.echo(f"tau-server {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """tau2 customer-service domains as MCP servers."""
+
 
 log = logging.getLogger("tau.server")
 
@@ -95,34 +122,83 @@ def serve(
         int, typer.Option(help="Episodes kept in memory before the oldest are evicted.")
     ] = 20_000,
     log_level: Annotated[str, typer.Option(help="Log level for the server.")] = "warning",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Also answer requests whose Host header names this host (repeatable; '*' for any). "
+            "Loopback names and the bound address are always allowed.",
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="Let browser pages from this origin (e.g. http://localhost:6274) call the server "
+            "(repeatable; '*' for any).",
+        ),
+    ] = None,
+    keep_alive: Annotated[
+        float, typer.Option(help="Seconds an idle keep-alive connection stays open.")
+    ] = DEFAULT_KEEP_ALIVE,
+    header_timeout: Annotated[
+        float, typer.Option(help="Seconds a connection has to send a complete request head.")
+    ] = DEFAULT_HEADER_TIMEOUT,
+    body_timeout: Annotated[
+        float, typer.Option(help="Seconds a request has to send its whole body.")
+    ] = DEFAULT_BODY_TIMEOUT,
+    max_connections: Annotated[
+        int, typer.Option(help="Open connections beyond this get 503 and are closed.")
+    ] = DEFAULT_MAX_CONNECTIONS,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
-    import uvicorn
-
     from servers.app import ServerSettings, TauServer
+    from servers.guards import allowed_hosts_for
+    from servers.http_server import BindError, ConnectionPolicy, bind_socket
+    from servers.http_server import run as run_http
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
+    for name, value in (
+        ("--keep-alive", keep_alive),
+        ("--header-timeout", header_timeout),
+        ("--body-timeout", body_timeout),
+        ("--max-connections", max_connections),
+    ):
+        if value <= 0:
+            _fail(f"{name} must be positive, not {value:g}")
+    policy = ConnectionPolicy(keep_alive, header_timeout, max_connections)
+    try:
+        sock = bind_socket(host, port, policy.backlog)  # a port in use is one sentence, first
+    except BindError as exc:
+        _fail(str(exc))
+        return
     try:
         loaded = serving_domains(domains, data_dir)
         for domain in loaded.values():
             domain.warm()  # bad data fails here, with one sentence, not in uvicorn's startup
         settings = ServerSettings(
-            token=token_from_env(token), max_body_bytes=max_body, capacity=capacity
+            token=token_from_env(token),
+            max_body_bytes=max_body,
+            capacity=capacity,
+            allowed_hosts=allowed_hosts_for(host, allow_host or ()),
+            allowed_origins=tuple(allow_origin or ()),
+            body_timeout=body_timeout,
         )
         asgi = TauServer(loaded, settings).build()
     except EngineError as exc:
+        sock.close()
         _fail(str(exc))
         return
     if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
         log.warning(
             "binding %s without a token: anyone who can reach this port can use the server", host
         )
-    typer.echo(f"tau-server: {', '.join(loaded)} on http://{host}:{port}", err=True)
-    uvicorn.run(
-        asgi, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False
-    )
+    bound_port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"tau-server: {', '.join(loaded)} on http://{shown}:{bound_port}", err=True)
+    run_http(asgi, sock, policy, log_level)
 
 
 @app.command()

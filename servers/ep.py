@@ -11,10 +11,10 @@ Control routes carry the EP session id in the `mcp-session-id` header.
 from __future__ import annotations
 
 import json
-import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
@@ -24,15 +24,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from servers.auth import send_json_error
 from servers.engine.episode import Episode, EpisodeStore
 from servers.engine.errors import EngineError, NotFound, UnknownEpisode
+from servers.engine.ids import ID_RULE, is_safe_episode_id
 from servers.integrations.ep_grade import SessionGrader
 
 SESSION_HEADER = "mcp-session-id"
-_SESSION_ID = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 _MAX_TRANSPORTS = 100_000
+# A live session whose open MCP connections have all been silent this long may be taken over by a
+# new `initialize` for the same task (a client that died without closing its connection).
+TAKEOVER_IDLE_SECONDS = 60.0
 
 
 class EpError(EngineError):
     """A malformed Eval Protocol request (missing header, bad session config)."""
+
+
+class SessionConflict(EpError):
+    """An `initialize` that would swap or share the episode of a live session."""
+
+    status = 409
 
 
 @dataclass
@@ -42,6 +51,9 @@ class EpSession:
     task_id: str | None
     ended: bool = False
     reported_reward: float = 0.0
+    # Transport (`Mcp-Session-Id`) ids of this session's MCP connections not yet closed.
+    transports: set[str] = field(default_factory=set)
+    last_used: float = field(default_factory=time.monotonic)
 
 
 def initialize_extra(body: bytes) -> dict[str, Any] | None:
@@ -117,8 +129,12 @@ class EvalProtocolBridge:
         self.store = store
         self.mcp_apps = mcp_apps
         self.default_episode = default_episode
-        self.sessions: dict[tuple[str, str], EpSession] = {}
+        # Oldest first; bounded like the episode store, and a deleted episode's session goes
+        # with it, so a long soak of EP rollouts does not accumulate sessions.
+        self.sessions: OrderedDict[tuple[str, str], EpSession] = OrderedDict()
         self.transports: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        # Connections whose session a newer connection took over: refused, never rerouted.
+        self.revoked: OrderedDict[str, str] = OrderedDict()
         self.gold = GoldRewards()
         self.grades = SessionGrader()
 
@@ -126,8 +142,8 @@ class EvalProtocolBridge:
     def open_session(self, domain: str, extra: dict[str, Any]) -> Episode:
         """Start (or resume) the episode of an EP session from its initialize `_extra`."""
         session_id = extra.get("session_id")
-        if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
-            raise EpError("clientInfo._extra.session_id must be 1-128 letters, digits or ._~-")
+        if not is_safe_episode_id(session_id):
+            raise EpError(f"clientInfo._extra.session_id must be {ID_RULE}")
         config = extra.get("config") or {}
         if not isinstance(config, dict):
             raise EpError("clientInfo._extra.config must be an object")
@@ -142,10 +158,56 @@ class EvalProtocolBridge:
         key = (domain, session_id)
         session = self.sessions.get(key)
         episode = self.store.find(domain, session_id)
-        if session is None or session.ended or session.task_id != task_id or episode is None:
+        if session is None or session.ended or episode is None:
+            if session is not None:
+                self._forget_transports(session)
             episode = self.store.create(domain, task_id, session_id, replace=True)
             self.sessions[key] = EpSession(domain, session_id, task_id)
+            self.sessions.move_to_end(key)
+            while len(self.sessions) > self.store.capacity:
+                _, oldest = self.sessions.popitem(last=False)
+                self._forget_transports(oldest)
+            return episode
+        self._check_reconnect(session, task_id)
         return episode
+
+    def _check_reconnect(self, session: EpSession, task_id: str | None) -> None:
+        """A new `initialize` for a live session is a reconnect: allowed for the same task once
+        the session's earlier connections are closed (EP closes before it re-initializes) or
+        silent for TAKEOVER_IDLE_SECONDS; anything else is refused, never silently swapped."""
+        end_it = (
+            f"end it first (POST /{session.domain}/control/reset_session with header "
+            f"mcp-session-id: {session.session_id}) or use another session id"
+        )
+        if session.task_id != task_id:
+            raise SessionConflict(
+                f"Eval Protocol session '{session.session_id}' is live on task "
+                f"{session.task_id!r} and will not be switched to task {task_id!r}: {end_it}"
+            )
+        idle = time.monotonic() - session.last_used
+        if session.transports and idle < TAKEOVER_IDLE_SECONDS:
+            raise SessionConflict(
+                f"Eval Protocol session '{session.session_id}' is in use by another open MCP "
+                f"connection: close that connection (HTTP DELETE) or {end_it}"
+            )
+        self._forget_transports(session)  # the old connections, if any, lose the episode
+        session.last_used = time.monotonic()
+
+    def forget(self, domain: str, episode_id: str) -> None:
+        """Drop the EP session whose episode was deleted (its id may start afresh later)."""
+        session = self.sessions.pop((domain, episode_id), None)
+        if session is not None:
+            self._forget_transports(session)
+
+    def _forget_transports(self, session: EpSession) -> None:
+        """Detach the session's open connections: later requests on them are refused (never
+        rerouted to the default episode)."""
+        for transport_id in session.transports:
+            self.transports.pop(transport_id, None)
+            self.revoked[transport_id] = session.session_id
+        session.transports.clear()
+        while len(self.revoked) > _MAX_TRANSPORTS:
+            self.revoked.popitem(last=False)
 
     def session_episode(self, domain: str, session_id: str) -> Episode:
         """The live episode of an EP session; an ended session starts a fresh one."""
@@ -163,8 +225,18 @@ class EvalProtocolBridge:
 
     def _remember_transport(self, transport_id: str, domain: str, session_id: str) -> None:
         self.transports[transport_id] = (domain, session_id)
+        session = self.sessions.get((domain, session_id))
+        if session is not None:
+            session.transports.add(transport_id)
         while len(self.transports) > _MAX_TRANSPORTS:
-            self.transports.popitem(last=False)
+            old_id, owner = self.transports.popitem(last=False)
+            self._close_transport(old_id, owner)
+
+    def _close_transport(self, transport_id: str, owner: tuple[str, str] | None) -> None:
+        self.transports.pop(transport_id, None)
+        session = self.sessions.get(owner) if owner is not None else None
+        if session is not None:
+            session.transports.discard(transport_id)
 
     # --- the MCP gateway --------------------------------------------------------------------
     async def gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -203,7 +275,7 @@ class EvalProtocolBridge:
                 await inner_send(message)
 
         if scope["method"] == "DELETE" and transport_id:
-            self.transports.pop(transport_id, None)
+            self._close_transport(transport_id, self.transports.get(transport_id))
         scope = {**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}
         await app(scope, receive, send)
 
@@ -213,6 +285,14 @@ class EvalProtocolBridge:
         """The episode a transport session acts on. Only a POST (`use`) may restart an ended
         session: closing the transport (DELETE) must leave the final state readable."""
         session_id = None
+        if transport_id and transport_id in self.revoked:
+            if not use:  # closing a connection that lost its session is fine
+                return None
+            raise SessionConflict(
+                f"this MCP connection no longer acts on Eval Protocol session "
+                f"'{self.revoked[transport_id]}': a newer connection took it over or its "
+                "episode was deleted; open a new session"
+            )
         if transport_id:
             owner = self.transports.get(transport_id)
             if owner is not None and owner[0] == domain:
@@ -221,6 +301,9 @@ class EvalProtocolBridge:
                 session_id = transport_id
         if session_id is None:
             return self.default_episode(domain) if use else None
+        session = self.sessions.get((domain, session_id))
+        if session is not None:
+            session.last_used = time.monotonic()
         if use:
             return self.session_episode(domain, session_id)
         return self.store.find(domain, session_id)

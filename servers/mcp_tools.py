@@ -28,6 +28,7 @@ from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
 from servers.engine.toolkit import ToolSpec
+from servers.version import package_version
 
 log = logging.getLogger("tau.server")
 
@@ -160,6 +161,7 @@ def build_mcp_server(
     server = FastMCP(
         name or f"tau2-{domain.name}-{side}",
         instructions=_instructions(domain, side),
+        version=package_version(),
         dereference_schemas=False,
         mask_error_details=False,
         middleware=[UnknownToolsToEngine(side, resolve, shape)],

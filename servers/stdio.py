@@ -16,6 +16,7 @@ from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
 from servers.stdio_drain import serve_until_answered
+from servers.stdio_guard import guard_stdio_server
 
 STDIO_EPISODE = "stdio"
 
@@ -49,15 +50,17 @@ def run_stdio(
 
 async def _serve_stdio(server: FastMCP) -> None:
     """fastmcp's stdio runner (lifespan, transport context), with a relay that answers the
-    requests in flight when stdin closes (servers/stdio_drain.py). It reaches into fastmcp's
-    `_lifespan_manager` and `_mcp_server`, which its own runner uses; fastmcp is pinned."""
+    requests in flight when stdin closes (servers/stdio_drain.py), reading stdin through the
+    guard that answers unreadable lines with a JSON-RPC error (servers/stdio_guard.py). It
+    reaches into fastmcp's `_lifespan_manager` and `_mcp_server`, which its own runner uses;
+    fastmcp is pinned."""
     from fastmcp.server.context import reset_transport, set_transport
     from mcp.server.stdio import stdio_server
 
     token = set_transport("stdio")
     try:
         async with server._lifespan_manager():
-            async with stdio_server() as (read_stream, write_stream):
+            async with guard_stdio_server(stdio_server)() as (read_stream, write_stream):
                 low_level = server._mcp_server
                 await serve_until_answered(
                     low_level, read_stream, write_stream, low_level.create_initialization_options()

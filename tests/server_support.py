@@ -19,6 +19,7 @@ from fastmcp.utilities.asgi_transport import StreamingASGITransport
 
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
+from servers.guards import LOOPBACK_HOSTS
 from tests.conformance import DATA_DIR
 
 ORIGIN = "http://testserver"
@@ -64,6 +65,7 @@ class InProcess:
 @asynccontextmanager
 async def serving(domains: list[str], **settings) -> AsyncIterator[InProcess]:
     """Enter the app's lifespan inside the test (a fixture holding it across `yield` fails)."""
+    settings.setdefault("allowed_hosts", (*LOOPBACK_HOSTS, "testserver"))
     app = create_app(domain_names=domains, data_dir=DATA_DIR, settings=ServerSettings(**settings))
     async with app.router.lifespan_context(app):
         yield InProcess(app)

@@ -87,6 +87,9 @@ async def test_replay_and_assertions_routes() -> None:
         )
 
 
+JSON = {"content-type": "application/json"}
+
+
 async def test_errors_are_json_with_4xx() -> None:
     async with serving(["mock"], max_body_bytes=4096) as srv, srv.http() as http:
         cases = [
@@ -96,13 +99,21 @@ async def test_errors_are_json_with_4xx() -> None:
                 404,
                 "unknown task",
             ),
-            (await http.post("/mock/episodes", content=b"{not json"), 400, "not valid JSON"),
+            (
+                await http.post("/mock/episodes", content=b"{not json", headers=JSON),
+                400,
+                "not valid JSON",
+            ),
             (await http.post("/mock/episodes", json=["a"]), 400, "JSON object"),
             (await http.post("/mock/episodes", json={"episode_id": "a/b"}), 400, "episode_id"),
             (await http.get("/mock/tasks", params={"split": "nope"}), 404, "unknown split"),
             (await http.delete("/mock/episodes/missing"), 404, "unknown episode"),
             (await http.get("/mock/episodes/missing/agent/mcp"), 404, "unknown episode"),
-            (await http.post("/mock/episodes", content=b"x" * 5000), 413, "too large"),
+            (
+                await http.post("/mock/episodes", content=b"x" * 5000, headers=JSON),
+                413,
+                "too large",
+            ),
             (await http.get("/no/such/route/here/at/all"), 404, "no route"),
             (
                 await http.post("/mock/episodes/x/replay", json={"calls": "x"}),

@@ -7,25 +7,35 @@ default. Either way every tool call is a real MCP `tools/call`.
 
 from __future__ import annotations
 
+import uuid
 from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx2
 
 from harness.backends import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
+from harness.backends.retry import IDEMPOTENT, SafeRetryTransport, note_read_only_tools
 
-IN_PROCESS_BASE = "http://tau.local"
+IN_PROCESS_HOST = "tau.local"
+IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
 
 
 class McpToolSession:
     """One MCP client session on one side of one episode."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, read_only_tools: set[str] | None = None) -> None:
         self._client = client
         self._tools: list[ToolInfo] | None = None
+        self._read_only_tools = read_only_tools
 
     @classmethod
-    async def open(cls, url: str, client_factory, headers: dict[str, str]) -> McpToolSession:
+    async def open(
+        cls,
+        url: str,
+        client_factory,
+        headers: dict[str, str],
+        read_only_tools: set[str] | None = None,
+    ) -> McpToolSession:
         from fastmcp import Client
         from fastmcp.client.transports import StreamableHttpTransport
 
@@ -37,11 +47,13 @@ class McpToolSession:
             await client.__aenter__()
         except Exception as exc:  # noqa: BLE001 - any connection failure is infrastructure
             raise InfrastructureError(f"cannot open an MCP session at {url}: {exc}") from exc
-        return cls(client)
+        return cls(client, read_only_tools)
 
     async def list_tools(self) -> list[ToolInfo]:
         if self._tools is None:
             listed = await self._client.list_tools()
+            if self._read_only_tools is not None:
+                note_read_only_tools(self._read_only_tools, listed)
             self._tools = [
                 ToolInfo(t.name, t.description or "", dict(getattr(t, "input_schema", None) or {}))
                 for t in listed
@@ -76,6 +88,9 @@ class HttpBackend:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._stack = AsyncExitStack()
         self._http: httpx2.AsyncClient | None = None
+        # Tools the server marks read-only: a call to one may be re-sent after a dropped
+        # connection (see harness.backends.retry).
+        self.read_only_tools: set[str] = set()
 
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> HttpBackend:
@@ -108,17 +123,30 @@ class HttpBackend:
                 auth=auth,
                 **kwargs,
             )
+        kwargs.setdefault("transport", SafeRetryTransport(self.read_only_tools))
         return httpx2.AsyncClient(
             base_url=self.base_url, headers=merged, timeout=timeout, auth=auth, **kwargs
         )
 
     # --- routes -----------------------------------------------------------------------------
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        idempotent: bool = False,
+        accept: tuple[int, ...] = (),
+    ) -> Any:
+        """One route call. `idempotent` marks a POST that may be re-sent after a dropped
+        connection; statuses in `accept` are answers, not errors (they return None)."""
         assert self._http is not None, "backend not started"
+        extensions = {IDEMPOTENT: True} if idempotent else None
         try:
-            response = await self._http.request(method, path, json=body)
+            response = await self._http.request(method, path, json=body, extensions=extensions)
         except httpx2.HTTPError as exc:
             raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
+        if response.status_code in accept:
+            return None
         if response.status_code >= 400:
             try:
                 message = response.json().get("error", response.text)
@@ -133,15 +161,27 @@ class HttpBackend:
         return await self._request("GET", "/health")
 
     async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
+        # A fresh id chosen here makes the POST idempotent: if a dropped connection makes the
+        # transport send it twice, the second answer is 409 "already exists" for our episode.
+        episode_id = uuid.uuid4().hex
         data = await self._request(
-            "POST", f"/{domain}/episodes", {"task_id": task_id, "episode_id": None}
+            "POST",
+            f"/{domain}/episodes",
+            {"task_id": task_id, "episode_id": episode_id},
+            idempotent=True,
+            accept=(409,),
         )
+        if data is None:
+            base = f"/{domain}/episodes/{episode_id}"
+            return EpisodeRef(domain, episode_id, f"{base}/agent/mcp", f"{base}/user/mcp")
         return EpisodeRef(domain, data["episode_id"], data["agent_mcp"], data["user_mcp"])
 
     async def open_session(self, ref: EpisodeRef, side: Side) -> McpToolSession:
         path = ref.agent_mcp if side == "agent" else ref.user_mcp
         url = path if path.startswith("http") else f"{self.base_url}/{path.lstrip('/')}"
-        return await McpToolSession.open(url, self._client_factory, self.headers)
+        return await McpToolSession.open(
+            url, self._client_factory, self.headers, self.read_only_tools
+        )
 
     def _episode_path(self, ref: EpisodeRef) -> str:
         return f"/{ref.domain}/episodes/{ref.episode_id}"
@@ -150,8 +190,11 @@ class HttpBackend:
         return await self._request("GET", f"{self._episode_path(ref)}/hash")
 
     async def assertions(self, ref: EpisodeRef, assertions: list[dict]) -> list[dict]:
-        data = await self._request(
-            "POST", f"{self._episode_path(ref)}/assertions", {"assertions": assertions}
+        data = await self._request(  # assertions only read: safe to re-send
+            "POST",
+            f"{self._episode_path(ref)}/assertions",
+            {"assertions": assertions},
+            idempotent=True,
         )
         return data["results"]
 
@@ -166,7 +209,8 @@ class HttpBackend:
         return await self._request("GET", f"{self._episode_path(ref)}/state")
 
     async def delete_episode(self, ref: EpisodeRef) -> None:
-        await self._request("DELETE", self._episode_path(ref))
+        # 404: already gone (a re-sent DELETE whose first copy was applied).
+        await self._request("DELETE", self._episode_path(ref), accept=(404,))
 
 
 async def in_process_backend(domains: dict, token: str | None = None) -> HttpBackend:
@@ -175,7 +219,10 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
         from servers.app import ServerSettings, create_app
     except ImportError as exc:
         raise InfrastructureError(f"the server app is not available ({exc})") from exc
-    app = create_app(domains, settings=ServerSettings(token=token))
+    from servers.guards import LOOPBACK_HOSTS
+
+    settings = ServerSettings(token=token, allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST))
+    app = create_app(domains, settings=settings)
     return await HttpBackend(app=app, token=token).start()
 
 

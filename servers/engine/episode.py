@@ -14,6 +14,7 @@ from servers.engine.canonical import canonical_hash
 from servers.engine.cow import CowDB
 from servers.engine.domain import Domain
 from servers.engine.errors import EpisodeExists, InitialStateError, UnknownDomain, UnknownEpisode
+from servers.engine.ids import check_episode_id
 from servers.engine.render import parse_output, render_error, render_result
 from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
 from servers.engine.toolkit import Toolkit
@@ -101,6 +102,14 @@ class Episode:
         return result
 
     def check_assertion(self, assertion: EnvAssertion) -> bool:
+        """Run one of the side's declared assertion functions (read-only checks); any other
+        name is refused, so an assertion list can never run a tool or a setup helper."""
+        toolkit = self.toolkit(_SIDE_OF_REQUESTOR[assertion.env_type])
+        if toolkit is None or assertion.func_name not in toolkit.assertions:
+            raise ValueError(
+                f"{assertion.func_name} is not an assertion function of the "
+                f"{assertion.env_type} tools"
+            )
         result = self.run_function(assertion)
         if not isinstance(result, bool):
             raise ValueError(
@@ -213,7 +222,7 @@ class EpisodeStore:
     ) -> Episode:
         domain = self.domain(domain_name)
         task = domain.task(task_id) if task_id is not None else None
-        episode_id = episode_id or uuid.uuid4().hex
+        episode_id = uuid.uuid4().hex if episode_id is None else check_episode_id(episode_id)
         key = (domain_name, episode_id)
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")

@@ -28,6 +28,7 @@ class ToolKind(StrEnum):
 
 
 _SPEC_ATTR = "__tau_tool__"
+_ASSERTION_ATTR = "__tau_assertion__"
 
 
 def tool(kind: ToolKind = ToolKind.READ, *, mutates: bool | None = None):
@@ -39,6 +40,14 @@ def tool(kind: ToolKind = ToolKind.READ, *, mutates: bool | None = None):
         return func
 
     return mark
+
+
+def assertion(func):
+    """Mark a method as an environment assertion: a read-only check that returns a bool. Only
+    marked methods may run as a task's `env_assertions` (and on the server's assertions route);
+    they must not change the database."""
+    setattr(func, _ASSERTION_ATTR, True)
+    return func
 
 
 @dataclass(frozen=True)
@@ -115,12 +124,16 @@ class Toolkit:
     Python's own messages for bad arguments (part of the tool output) name the class."""
 
     specs: ClassVar[dict[str, ToolSpec]] = {}
+    assertions: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         specs: dict[str, ToolSpec] = {}
+        assertions: set[str] = set()
         for klass in reversed(cls.__mro__):
             for name, member in vars(klass).items():
+                if getattr(member, _ASSERTION_ATTR, False):
+                    assertions.add(name)
                 mark = getattr(member, _SPEC_ATTR, None)
                 if mark is None:
                     continue
@@ -128,6 +141,7 @@ class Toolkit:
                 description, _ = _parse_doc(member.__doc__)
                 specs[name] = ToolSpec(name, kind, mutates, description, _input_schema(member))
         cls.specs = specs
+        cls.assertions = frozenset(assertions)
 
     def __init__(self, db: Any, episode: Episode | None = None) -> None:
         self.db = db

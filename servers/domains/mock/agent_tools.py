@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from servers.domains.mock.models import Task, TaskStatus, User
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 
 class MockTools(Toolkit):
@@ -56,11 +56,13 @@ class MockTools(Toolkit):
         return "Transfer successful"
 
     # --- helpers for task setup and environment assertions ---------------------------------
+    @assertion
     def assert_number_of_tasks(self, user_id: str, expected_number: int) -> bool:
         if user_id not in self.db.users:
             raise ValueError(f"User {user_id} not found")
         return len(self.db.users.peek(user_id).tasks) == expected_number
 
+    @assertion
     def assert_task_status(self, task_id: str, expected_status: TaskStatus) -> bool:
         if task_id not in self.db.tasks:
             raise ValueError(f"Task {task_id} not found")

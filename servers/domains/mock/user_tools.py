@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from servers.domains.mock.models import Notification
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 
 class MockUserTools(Toolkit):
@@ -34,6 +34,7 @@ class MockUserTools(Toolkit):
         self.db.notifications[notification_id] = note
         return note
 
+    @assertion
     def assert_notification_status(self, notification_id: str, expected_status: str) -> bool:
         if notification_id not in self.db.notifications:
             raise ValueError(f"Notification {notification_id} not found")

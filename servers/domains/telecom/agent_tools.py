@@ -20,7 +20,7 @@ from servers.domains.telecom.models import (
     LineStatus,
     Plan,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 
 class TelecomTools(Toolkit):
@@ -392,17 +392,20 @@ class TelecomTools(Toolkit):
         )
 
     # --- environment assertions -------------------------------------------------------------
+    @assertion
     def assert_data_refueling_amount(
         self, customer_id: str, line_id: str, expected_amount: float
     ) -> bool:
         line = self._get_target_line(customer_id, line_id)
         return abs(line.data_refueling_gb - expected_amount) < 1e-6
 
+    @assertion
     def assert_line_status(
         self, customer_id: str, line_id: str, expected_status: LineStatus
     ) -> bool:
         return self._get_target_line(customer_id, line_id).status == expected_status
 
+    @assertion
     def assert_overdue_bill_exists(self, customer_id: str, overdue_bill_id: str) -> bool:
         customer = self.get_customer_by_id(customer_id)
         if overdue_bill_id not in customer.bill_ids:
@@ -411,6 +414,7 @@ class TelecomTools(Toolkit):
             raise ValueError(f"Overdue bill {overdue_bill_id} is not overdue")
         return True
 
+    @assertion
     def assert_no_overdue_bill(self, overdue_bill_id: str) -> bool:
         """True when the bill is gone or paid."""
         try:

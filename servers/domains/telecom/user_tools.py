@@ -24,7 +24,7 @@ from servers.domains.telecom.user_models import (
     UserSurroundings,
     VpnDetails,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 _SIGNAL_ICONS = {
     SignalStrength.NONE: "📵 No Signal",
@@ -701,21 +701,27 @@ class TelecomUserTools(Toolkit):
         self.surroundings.is_abroad = abroad
 
     # --- environment assertions -------------------------------------------------------------
+    @assertion
     def assert_airplane_mode_status(self, expected_status: bool) -> bool:
         return self.device.airplane_mode == expected_status
 
+    @assertion
     def assert_service_status(self, expected_status: str) -> bool:
         return self.device.network_connection_status == NetworkStatus(expected_status)
 
+    @assertion
     def assert_mobile_data_status(self, expected_status: bool) -> bool:
         return self._get_mobile_data_working() == expected_status
 
+    @assertion
     def assert_mobile_roaming_status(self, expected_status: bool) -> bool:
         return self.device.roaming_enabled == expected_status
 
+    @assertion
     def assert_mobile_data_saver_mode_status(self, expected_status: bool) -> bool:
         return self.device.data_saver_mode == expected_status
 
+    @assertion
     def assert_internet_speed(
         self, expected_speed: float, expected_desc: str | None = None
     ) -> bool:
@@ -725,13 +731,16 @@ class TelecomUserTools(Toolkit):
             return speed >= expected_speed
         return speed >= expected_speed and label.lower() == expected_desc.lower()
 
+    @assertion
     def assert_internet_not_excellent(self) -> bool:
         _, label = self._run_speed_test()
         return label.lower() != "excellent"
 
+    @assertion
     def assert_can_send_mms(self, expected_status: bool) -> bool:
         return self._can_send_mms() == expected_status
 
+    @assertion
     def assert_mobile_data_usage_exceeded(self, expected_status: bool) -> bool:
         return self.surroundings.mobile_data_usage_exceeded == expected_status
 

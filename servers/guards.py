@@ -1,0 +1,395 @@
+"""Transport guards in front of every route and MCP endpoint.
+
+They follow the MCP transport security guidance (validate `Origin`, bind to loopback, refuse
+DNS-rebound `Host`s) and keep every error in the server's JSON shape:
+
+- `HostOriginGuard`: `Host` must name the bound address or an `--allow-host` entry (421);
+  a browser `Origin` must be the server itself or an `--allow-origin` entry (403); OPTIONS is
+  answered by an explicit CORS policy; a POST with a body must be `application/json` (415).
+- `JsonBodyGuard`: reads POST bodies within a deadline (408), and bounds JSON nesting depth and
+  number length before anything parses them (400); on MCP paths it also refuses JSON-RPC
+  messages of the wrong shape (for example an object `id`) with a JSON-RPC error.
+- `ErrorsAsJson`: any error answer that is not JSON (a framework's plain-text 400/406, say) is
+  rewritten to `{"error": ...}`, or a JSON-RPC error object on MCP paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from itertools import accumulate
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
+MAX_JSON_DEPTH = 64  # the deepest real body (a replayed booking) is about 8 levels
+MAX_NUMBER_CHARS = 100  # Python refuses ints past 4,300 digits; nothing real is past 20
+DEFAULT_BODY_TIMEOUT = 30.0  # seconds to receive a whole request body
+
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+
+_ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
+_ALLOWED_HEADERS = (
+    "authorization",
+    "content-type",
+    "accept",
+    "last-event-id",
+    "mcp-session-id",
+    "mcp-protocol-version",
+)
+_EXPOSED_HEADERS = b"mcp-session-id, mcp-protocol-version"
+
+
+def is_mcp_path(path: str) -> bool:
+    """MCP endpoints answer errors as JSON-RPC error objects; every other route as {"error"}."""
+    return path.endswith("/mcp") or path.endswith("/mcp/")
+
+
+def error_body(path: str, message: str, code: int = JSONRPC_INVALID_REQUEST) -> bytes:
+    if is_mcp_path(path):
+        value: dict = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    else:
+        value = {"error": message}
+    return json.dumps(value).encode()
+
+
+async def send_error(
+    send: Send,
+    scope: Scope,
+    status: int,
+    message: str,
+    code: int = JSONRPC_INVALID_REQUEST,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    body = error_body(scope.get("path", ""), message, code)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value
+    return None
+
+
+def host_name(host: str) -> str:
+    """The name part of a `Host` header value (`[::1]:8000` -> `::1`, `a.b:80` -> `a.b`)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    if host.count(":") == 1:
+        return host.split(":", 1)[0]
+    return host
+
+
+def allowed_hosts_for(bind_host: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """The `Host` names a server bound to `bind_host` answers to: loopback names, the bound
+    address itself (unless it is a wildcard address), and `--allow-host` entries."""
+    names = [*LOOPBACK_HOSTS]
+    bound = host_name(bind_host)
+    if bound not in ("0.0.0.0", "::", ""):
+        names.append(bound)
+    names += [host_name(h) if h != "*" else "*" for h in extra]
+    return tuple(dict.fromkeys(names))
+
+
+class HostOriginGuard:
+    """DNS-rebinding and cross-site protection (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
+        allowed_origins: Iterable[str] = (),
+    ) -> None:
+        self.app = app
+        self.hosts = {host_name(h) if h != "*" else "*" for h in allowed_hosts}
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
+
+    def host_ok(self, host: bytes | None) -> bool:
+        if "*" in self.hosts:
+            return True
+        return host is not None and host_name(host.decode("latin-1")) in self.hosts
+
+    def origin_ok(self, origin: str, host: bytes | None) -> bool:
+        origin = origin.rstrip("/").lower()
+        if "*" in self.origins or origin in self.origins:
+            return True
+        # Same origin: a page served by this very host and port (the server serves none today,
+        # but a proxy in front of it might).
+        parts = urlsplit(origin)
+        return (
+            host is not None
+            and parts.scheme in ("http", "https")
+            and (parts.netloc == host.decode("latin-1").lower())
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = _header(scope, b"host")
+        if not self.host_ok(host):
+            shown = host.decode("latin-1") if host else "(none)"
+            await send_error(
+                send,
+                scope,
+                421,
+                f"Host '{shown}' is not served here (allow it with --allow-host)",
+            )
+            return
+        raw_origin = _header(scope, b"origin")
+        origin = raw_origin.decode("latin-1") if raw_origin is not None else None
+        if origin is not None and not self.origin_ok(origin, host):
+            await send_error(
+                send, scope, 403, f"Origin '{origin}' is not allowed (allow it with --allow-origin)"
+            )
+            return
+        if scope["method"] == "OPTIONS":
+            await self._preflight(scope, send, origin)
+            return
+        if scope["method"] == "POST" and _has_body(scope) and not _is_json(scope):
+            await send_error(
+                send, scope, 415, "Content-Type must be application/json on this route"
+            )
+            return
+        if origin is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), *_cors_headers(origin)],
+                }
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+    async def _preflight(self, scope: Scope, send: Send, origin: str | None) -> None:
+        headers = [(b"allow", _ALLOWED_METHODS.encode()), (b"content-length", b"0")]
+        if origin is not None:
+            requested = _header(scope, b"access-control-request-headers") or b""
+            wanted = [h.strip().lower() for h in requested.decode("latin-1").split(",")]
+            refused = [h for h in wanted if h and h not in _ALLOWED_HEADERS]
+            if refused:
+                await send_error(
+                    send, scope, 403, f"request headers not allowed: {', '.join(refused)}"
+                )
+                return
+            headers += [
+                *_cors_headers(origin),
+                (b"access-control-allow-methods", _ALLOWED_METHODS.encode()),
+                (b"access-control-allow-headers", ", ".join(_ALLOWED_HEADERS).encode()),
+                (b"access-control-max-age", b"600"),
+            ]
+        await send({"type": "http.response.start", "status": 204, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-expose-headers", _EXPOSED_HEADERS),
+        (b"vary", b"Origin"),
+    ]
+
+
+def _has_body(scope: Scope) -> bool:
+    length = _header(scope, b"content-length")
+    if length is not None:
+        return length.strip() not in (b"0", b"")
+    return _header(scope, b"transfer-encoding") is not None
+
+
+def _is_json(scope: Scope) -> bool:
+    value = (_header(scope, b"content-type") or b"").split(b";", 1)[0].strip().lower()
+    return value == b"application/json" or (
+        value.startswith(b"application/") and value.endswith(b"+json")
+    )
+
+
+# --- JSON bodies ---------------------------------------------------------------------------
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_LONG_NUMBER = re.compile(rb"[-+0-9.eE]{%d,}" % (MAX_NUMBER_CHARS + 1))
+_BRACKETS = re.compile(rb"[^\[\]{}]+")
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def json_shape_problem(
+    body: bytes, max_depth: int = MAX_JSON_DEPTH, max_number: int = MAX_NUMBER_CHARS
+) -> str | None:
+    """Why `body` must not reach a JSON parser (too deep, too long a number), or None.
+
+    Runs in linear time with no recursion: strings are blanked first, so brackets and digits
+    inside them do not count."""
+    outside_strings = _STRING.sub(b'""', body)
+    if _LONG_NUMBER.search(outside_strings) is not None:
+        return f"a JSON number is longer than {max_number} characters"
+    brackets = _BRACKETS.sub(b"", outside_strings)
+    if (
+        len(brackets) > max_depth
+        and max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth
+    ):
+        return f"JSON nested deeper than {max_depth} levels"
+    return None
+
+
+def jsonrpc_problem(value: object) -> str | None:
+    """Why a parsed MCP POST body is not a JSON-RPC 2.0 message (or batch of them), or None."""
+    messages = value if isinstance(value, list) else [value]
+    if not messages:
+        return "empty JSON-RPC batch"
+    for message in messages:
+        if not isinstance(message, dict):
+            return "a JSON-RPC message must be an object"
+        if message.get("jsonrpc") != "2.0":
+            return "'jsonrpc' must be \"2.0\""
+        if "id" in message:
+            ident = message["id"]
+            if isinstance(ident, bool) or not isinstance(ident, str | int):
+                return "a JSON-RPC 'id' must be a string or an integer"
+        if "method" in message:
+            if not isinstance(message["method"], str):
+                return "a JSON-RPC 'method' must be a string"
+            params = message.get("params")
+            if params is not None and not isinstance(params, dict | list):
+                return "JSON-RPC 'params' must be an object"
+        elif "id" not in message or ("result" not in message and "error" not in message):
+            return "not a JSON-RPC request, notification or response"
+    return None
+
+
+class BodyTimeout(Exception):
+    """The client did not send its whole body within the deadline."""
+
+
+class JsonBodyGuard:
+    """Reads each POST body within `body_timeout` seconds, then checks its JSON shape before any
+    parser sees it. The body is handed on unchanged."""
+
+    def __init__(self, app: ASGIApp, body_timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
+        self.app = app
+        self.body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        try:
+            with anyio.fail_after(self.body_timeout):
+                body, disconnected = await _read_body(receive)
+        except TimeoutError:
+            await send_error(
+                send,
+                scope,
+                408,
+                f"request body not received within {self.body_timeout:g} s",
+                headers=[(b"connection", b"close")],
+            )
+            return
+        if disconnected:
+            return
+        if body.strip():
+            problem = json_shape_problem(body)
+            if problem is None and is_mcp_path(scope["path"]):
+                try:
+                    problem = jsonrpc_problem(json.loads(body))
+                    code = JSONRPC_INVALID_REQUEST
+                except (ValueError, UnicodeDecodeError):
+                    problem, code = "request body is not valid JSON", JSONRPC_PARSE_ERROR
+            else:
+                code = JSONRPC_PARSE_ERROR
+            if problem is not None:
+                await send_error(send, scope, 400, problem, code)
+                return
+        await self.app(scope, _replay(body, receive), send)
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"", True
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that hands the already-read body over once, then defers."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+# --- errors --------------------------------------------------------------------------------
+class ErrorsAsJson:
+    """Rewrites any error answer (status >= 400) whose body is not JSON into the server's JSON
+    shape, keeping its status. Successful answers pass untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        text: list[bytes] = []
+
+        async def rewriting_send(message: Message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start":
+                content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+                if message["status"] >= 400 and b"json" not in content_type.lower():
+                    held = message
+                    return
+                await send(message)
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            text.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            status = held["status"]
+            said = b"".join(text).decode("utf-8", "replace").strip()
+            body = error_body(scope["path"], said or f"HTTP {status}")
+            headers = [
+                (k, v)
+                for k, v in held.get("headers", [])
+                if k.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, rewriting_send)

@@ -1,0 +1,150 @@
+"""Running the app under uvicorn with the connection policy `tau-server serve` guarantees.
+
+- Keep-alive: an idle connection stays open `keep_alive` seconds (default 65), far longer than
+  HTTP clients keep idle pooled connections (httpx: 5 s). With uvicorn's default of 5 s, the two
+  timers raced: a client reusing a connection just as the server closed it lost the request
+  (`Server disconnected without sending a response`, `ReadError`), more often on a busy machine.
+- Request head deadline: a connection must deliver a complete request line and headers within
+  `header_timeout` seconds of its first byte (answer 408 JSON, then close); a connection that
+  sends nothing at all is closed after `header_timeout` too. Bodies have their own deadline in
+  the app (`servers.guards.JsonBodyGuard`).
+- Connection cap: past `max_connections` open connections, a new one gets 503 JSON and is closed.
+- The listening socket is bound before anything is printed, so a port in use or out of range is
+  one sentence (`BindError`).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+DEFAULT_KEEP_ALIVE = 65.0
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_BACKLOG = 2048
+
+
+@dataclass
+class ConnectionPolicy:
+    keep_alive: float = DEFAULT_KEEP_ALIVE
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    backlog: int = DEFAULT_BACKLOG
+
+
+class BindError(Exception):
+    """The server cannot listen on the requested address; the message is one sentence."""
+
+
+def _raw_json_response(status: int, reason: str, message: str) -> bytes:
+    body = json.dumps({"error": message}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode()
+    return head + body
+
+
+def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
+    """uvicorn's h11 protocol plus the request-head deadline and the connection cap."""
+
+    class GuardedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._head_timer = None
+            if len(self.connections) > policy.max_connections:
+                transport.write(
+                    _raw_json_response(
+                        503,
+                        "Service Unavailable",
+                        f"server at its connection limit ({policy.max_connections}); retry later",
+                    )
+                )
+                transport.close()
+                return
+            self._arm_head_timer()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE:
+                if self._head_timer is None:  # a new request has begun: its head is timed
+                    self._arm_head_timer()
+            else:
+                self._cancel_head_timer()
+
+        def on_response_complete(self) -> None:
+            self._cancel_head_timer()  # idle again: the keep-alive timer takes over
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_head_timer()
+            super().connection_lost(exc)
+
+        def _arm_head_timer(self) -> None:
+            self._cancel_head_timer()
+            self._head_timer = self.loop.call_later(policy.header_timeout, self._head_timed_out)
+
+        def _cancel_head_timer(self) -> None:
+            timer = getattr(self, "_head_timer", None)
+            if timer is not None:
+                timer.cancel()
+                self._head_timer = None
+
+        def _head_timed_out(self) -> None:
+            self._head_timer = None
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return
+            if self.conn.trailing_data[0]:  # part of a request head arrived, too slowly
+                self.transport.write(
+                    _raw_json_response(
+                        408,
+                        "Request Timeout",
+                        f"request headers not received within {policy.header_timeout:g} s",
+                    )
+                )
+            self.transport.close()
+
+    return GuardedH11Protocol
+
+
+def bind_socket(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
+    """A listening socket on (host, port), or BindError saying why not in one sentence."""
+    if not 0 <= port <= 65535:
+        raise BindError(f"--port must be between 0 and 65535, not {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise BindError(f"cannot resolve --host '{host}' ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        reason = "it is already in use" if exc.errno in (98, 48, 10048) else exc.strerror
+        raise BindError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "warning") -> None:
+    """Serve `app` on an already-bound socket until interrupted."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        http=guarded_protocol(policy),
+        timeout_keep_alive=policy.keep_alive,  # type: ignore[arg-type]
+        backlog=policy.backlog,
+        log_level=log_level.lower(),
+        lifespan="on",
+        access_log=False,
+        server_header=False,
+    )
+    uvicorn.Server(config).run(sockets=[sock])

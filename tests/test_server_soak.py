@@ -1,0 +1,49 @@
+"""Issue 10, item 9: what a create/call/delete cycle leaves behind. An MCP session a client
+never closed ends with its episode, so abandoned sessions do not pile up for 30 minutes."""
+
+from __future__ import annotations
+
+from servers.mcp_sessions import session_manager_of
+from tests.server_support import needs_data, serving
+
+pytestmark = needs_data
+
+MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "soak", "version": "0"},
+    },
+}
+
+
+async def test_unclosed_mcp_sessions_end_with_their_episode() -> None:
+    async with serving(["mock"]) as srv, srv.http() as http:
+        tau = srv.app.state.tau
+        managers = [session_manager_of(tau.mcp_apps[("mock", side)]) for side in ("agent", "user")]
+        opened = []
+        for n in range(4):
+            await http.post("/mock/episodes", json={"episode_id": f"c{n}"})
+            for side in ("agent", "user"):
+                answer = await http.post(f"/mock/episodes/c{n}/{side}/mcp", json=INIT, headers=MCP)
+                assert answer.status_code == 200
+                opened.append((n, side, answer.headers["mcp-session-id"]))
+        assert sum(len(m._server_instances) for m in managers) == 8
+        # A client that closes its own session is forgotten by the episode as well.
+        n, side, closed = opened[0]
+        closing = {**MCP, "mcp-session-id": closed}
+        assert (await http.delete(f"/mock/episodes/c{n}/{side}/mcp", headers=closing)).is_success
+        assert sum(len(m._server_instances) for m in managers) == 7
+        for n in range(4):
+            assert (await http.delete(f"/mock/episodes/c{n}")).status_code == 204
+        assert sum(len(m._server_instances) for m in managers) == 0
+        # The ended sessions answer 404 (in JSON) from now on.
+        n, side, gone = opened[-1]
+        late = await http.post(
+            "/mock/agent/mcp", json=INIT | {"id": 2}, headers={**MCP, "mcp-session-id": gone}
+        )
+        assert late.status_code == 404 and late.json()["error"]
