@@ -68,7 +68,7 @@ def test_parser_takes_eps_server_arguments() -> None:
 
 
 async def test_one_domain_layout_grades_sessions() -> None:
-    wrapped = build_app("mock", str(DATA_DIR))
+    wrapped = build_app("mock", str(DATA_DIR), allow_hosts=("testserver",))
     inner = wrapped.app
     async with inner.router.lifespan_context(inner):
         async with InProcess(wrapped).http() as client:

@@ -72,15 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_app(domain: str, data_dir: str | None = None, token: str | None = None) -> ASGIApp:
-    """The one-domain app; bad data or an unknown domain fails here with one sentence."""
+def build_app(
+    domain: str,
+    data_dir: str | None = None,
+    token: str | None = None,
+    allow_hosts: tuple[str, ...] = (),
+) -> ASGIApp:
+    """The one-domain app; bad data or an unknown domain fails here with one sentence. It keeps
+    the server's Host/Origin rules: loopback names, plus `allow_hosts`."""
     from servers.app import ServerSettings, TauServer
     from servers.auth import token_from_env
     from servers.domains.registry import load_domains
+    from servers.guards import LOOPBACK_HOSTS
 
     domains = load_domains([domain], data_dir)
     domains[domain].warm()
-    settings = ServerSettings(token=token_from_env(token))
+    settings = ServerSettings(
+        token=token_from_env(token), allowed_hosts=(*LOOPBACK_HOSTS, *allow_hosts)
+    )
     return OneDomainPaths(TauServer(domains, settings).build(), domain)
 
 
