@@ -16,6 +16,9 @@ import pytest
 from fastmcp import Client
 
 from conversation.tools import ToolInfo
+from harness.agents.base import AgentContext
+from harness.agents.llm_agent import SoloAgent
+from harness.agents.stop_tool import solo_stop_tool
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
 from servers.engine.data import DEMO_DIR
@@ -135,3 +138,25 @@ def test_corrupt_reference_tools_fail_with_one_sentence(tmp_path: Path) -> None:
     target.write_text(json.dumps({"agent": [{"type": "function"}], "user": []}))
     with pytest.raises(DataError, match="not an OpenAI function schema"):
         tool_listing(load_domains(["mock"], data)["mock"], "agent")
+
+
+@needs_reference_tools
+def test_solo_agent_offers_the_reference_stop_tool() -> None:
+    """Solo requests carry agent tools, user tools, then the finishing tool: the first two come
+    over MCP, the last from the same reference file."""
+    domains = load_domains(["mock", "airline"], DATA_DIR)
+    reference = json.loads((TOOLS_DIR / "mock.json").read_text())["solo"]
+    stop = solo_stop_tool(domains["mock"])
+    assert stop is not None and stop.openai_schema() == reference["done_tool"]
+    assert solo_stop_tool(domains["airline"]) is None  # the reference has no solo airline
+    task = next(t for t in domains["mock"].tasks.values() if t.ticket)
+    own = tool_listing(domains["mock"], "agent").tools + tool_listing(domains["mock"], "user").tools
+    tools = [ToolInfo(s.name, s.description, s.input_schema) for s in own]
+    context = AgentContext(
+        task=task, domain="mock", policy="p", tools=tools, llm="openai/x", stop_tool=stop
+    )
+    assert SoloAgent(context).tool_schemas == reference["tools_in_order"]
+
+
+def test_solo_stop_tool_is_ours_on_demo_data() -> None:
+    assert solo_stop_tool(load_domains(["mock"], DEMO_DIR)["mock"]) is None

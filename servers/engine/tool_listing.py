@@ -98,3 +98,19 @@ def tool_listing(domain: Domain, side: Side) -> ToolListing:
         return ToolListing(tuple(own.values()), "own")
     reference = _reference_entries(path, side)
     return ToolListing(_merge(own, reference, f"{path} ({side})"), "reference")
+
+
+@lru_cache(maxsize=64)
+def reference_stop_tool(domain: Domain) -> tuple[str, str, dict[str, Any]] | None:
+    """(name, description, parameters) of the tool a solo agent calls to finish, as the
+    reference declares it; None without reference texts or solo mode for this domain."""
+    path = reference_tools_file(domain.data_dir, domain.name)
+    if not path.is_file():
+        return None
+    raw = datafiles.load_structured(path)
+    solo = raw.get("solo") if isinstance(raw, dict) else None
+    done = solo.get("done_tool") if isinstance(solo, dict) else None
+    function = done.get("function") if isinstance(done, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return None
+    return function["name"], function.get("description") or "", function.get("parameters", {})
