@@ -20,7 +20,13 @@ from harness.data_cli import data_app
 from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
 from servers.engine.errors import DataError
-from servers.engine.pins import fetch_reference, load_pins, pinned_files, verify_data_dir
+from servers.engine.pins import (
+    content_pins,
+    content_sha256,
+    fetch_reference,
+    load_pins,
+    verify_data_dir,
+)
 from tests.conformance import DATA_DIR
 
 TEXTS = DATA_DIR / "tau2" / "reference_texts"
@@ -38,19 +44,44 @@ def _sha(text: str | bytes) -> str:
 # --- pins and verify --------------------------------------------------------------------------
 
 
+def _shapes() -> dict[str, Any]:
+    """Each generated file's layout, by its path in the data folder."""
+    layout = dump.load_layout()
+    shapes = {f"{FOLDER}/{name}": layout[name] for name in ("prompts.json", "defaults.json")}
+    for domain in dump.DOMAINS:
+        key = "tools with solo" if domain in dump.SOLO_DOMAINS else "tools without solo"
+        shapes[f"{FOLDER}/tools/{domain}.json"] = layout[key]
+    return shapes
+
+
+FOLDER = "tau2/reference_texts"
+
+
+def test_content_pins_hash_exactly_the_layouts_values() -> None:
+    pins = content_pins(load_pins())
+    shapes = _shapes()
+    assert set(pins) == set(shapes)
+    for rel, shape in shapes.items():
+        assert pins[rel]["values"] == sorted(dump.marker_paths(shape)), rel
+
+
 @needs_texts
-def test_pins_equal_the_shared_manifest() -> None:
+def test_content_pins_equal_what_the_shared_texts_hold() -> None:
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     pins = load_pins()
-    generated = pins["reference_texts"]["files"]
-    assert set(generated) == {k for k in manifest if k.startswith("tau2/reference_texts/")}
-    assert pinned_files(pins) == manifest
+    texts = content_pins(pins)
+    assert set(texts) == {k for k in manifest if k.startswith(FOLDER + "/")}
+    assert pins["files"] == {k: v for k, v in manifest.items() if k not in texts}
+    for rel, pin in texts.items():
+        document = json.loads((DATA_DIR / rel).read_text())
+        assert content_sha256(document, pin["values"]) == pin["sha256"], rel
 
 
 def _linked_copy(tmp_path: Path) -> Path:
     """A data folder whose release files link to the shared copy and whose texts are real."""
     folder = tmp_path / "data"
-    for rel in pinned_files(load_pins()):
+    pins = load_pins()
+    for rel in [*pins["files"], *content_pins(pins)]:
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.startswith("tau2/reference_texts/"):
@@ -66,12 +97,38 @@ def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
     good = verify_data_dir(folder)
     assert good.ok and good.checked == 31, good.problems
     tools = folder / "tau2/reference_texts/tools/airline.json"
-    tools.write_text(tools.read_text().replace("Book a reservation.", "Book one."))
+    schemas = json.loads(tools.read_text())
+    schemas["agent"][0]["function"]["description"] += " "
+    tools.write_text(json.dumps(schemas))
     (folder / "tau2/reference_texts/defaults.json").unlink()
+    prompts = folder / "tau2/reference_texts/prompts.json"
+    document = json.loads(prompts.read_text())
+    del document["gt_agent"]["resolution_steps"]["line_joiner"]
+    prompts.write_text(json.dumps(document))
     problems = "\n".join(verify_data_dir(folder).problems)
-    assert "tools/airline.json: sha256 differs from the pin" in problems
+    assert "tools/airline.json: values differ from the content pin" in problems
     assert "defaults.json: missing (made by `tau-harness data fetch`)" in problems
+    assert "prompts.json: has no value at gt_agent/resolution_steps/line_joiner" in problems
     assert verify_data_dir(folder, generated=False).ok
+
+
+@needs_texts
+def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
+    """Changing only notes, key order or whitespace keeps a text verified: the pins are on the
+    values, which is why our generated files (with our own notes) verify like the shared ones."""
+    folder = _linked_copy(tmp_path)
+    for rel in content_pins(load_pins()):
+        path = folder / rel
+        document = json.loads(path.read_text())
+        marked = set(content_pins(load_pins())[rel]["values"])
+        reordered = {"tau-mcp note": "ours", **dict(reversed(list(document.items())))}
+        if "scenario_format" in reordered:
+            reordered["scenario_format"]["optional_parts"] = {"persona": "a different note"}
+        assert not any(p.startswith("tau-mcp note") for p in marked)
+        path.write_text(json.dumps(reordered, indent=4, ensure_ascii=True))
+        assert _sha(path.read_bytes()) != _sha((DATA_DIR / rel).read_bytes())
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
 
 
 @needs_texts
@@ -81,7 +138,7 @@ def test_data_verify_command_reports_a_tampered_text(tmp_path: Path) -> None:
     assert ok.exit_code == 0 and "all 31 pinned files match" in ok.output
     (folder / "tau2/reference_texts/prompts.json").write_text("{}\n")
     bad = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
-    assert bad.exit_code == 1 and "prompts.json: sha256 differs" in bad.output
+    assert bad.exit_code == 1 and "prompts.json: has no value at agent/" in bad.output
     assert "Traceback" not in bad.output
 
 
@@ -139,11 +196,12 @@ def test_fetch_installs_only_verified_texts(tmp_path: Path, tamper: bool) -> Non
         seen["project"] = build.unpack_source(payload, tmp_path / "src")
         shutil.copytree(TEXTS, staging / "tau2" / "reference_texts")
         if tamper:
-            (staging / "tau2/reference_texts/tools/mock.json").write_text("[]\n")
+            path = staging / "tau2/reference_texts/tools/mock.json"
+            path.write_text(path.read_text().replace('"create_task"', '"make_task"', 1))
 
     dest = tmp_path / "out"
     if tamper:
-        with pytest.raises(DataError, match="tools/mock.json: sha256 differs"):
+        with pytest.raises(DataError, match="tools/mock.json: values differ from the content pin"):
             fetch_reference(dest, url=archive.as_uri(), generate=generate)
         assert not dest.exists()
     else:
@@ -179,6 +237,7 @@ def test_unreadable_archive_is_one_sentence(tmp_path: Path) -> None:
 def test_fill_and_templates() -> None:
     layout = {"a": {"$value": "x"}, "b": [1, {"$value": "y"}], "c": "note"}
     assert dump.markers(layout) == {"x", "y"}
+    assert dump.marker_paths(layout) == {"a": "x", "b/1": "y"}
     assert dump.fill(layout, {"x": {"k": 1}, "y": None}) == {
         "a": {"k": 1},
         "b": [1, None],
@@ -201,45 +260,60 @@ def _lookup(document: Any, name: str) -> Any:
 
 
 @needs_texts
-def test_layout_refills_to_the_pinned_bytes() -> None:
-    """The layout plus the values the dump computes rebuild each pinned file byte for byte:
-    here the values are read back from the pinned files, so the shape, the notes and the
-    serialization are what is tested."""
-    layout = dump.load_layout()
-    pins = load_pins()["reference_texts"]["files"]
-    shapes = {"prompts.json": layout["prompts.json"], "defaults.json": layout["defaults.json"]}
-    for domain in dump.DOMAINS:
-        key = "tools with solo" if domain in dump.SOLO_DOMAINS else "tools without solo"
-        shapes[f"tools/{domain}.json"] = layout[key]
-    for rel, shape in shapes.items():
-        pinned = json.loads((TEXTS / rel).read_text())
-        values = {name: _lookup(pinned, name) for name in dump.markers(shape)}
-        assert _sha(dump.serialize(dump.fill(shape, values))) == pins[f"tau2/reference_texts/{rel}"]
+def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None:
+    """The layout filled with the values the dump computes (here read back from the shared
+    files) is a file our content pins accept, though its notes, and so its bytes, are ours."""
+    folder = _linked_copy(tmp_path)
+    manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    for rel, shape in _shapes().items():
+        shared = json.loads((DATA_DIR / rel).read_text())
+        values = {name: _lookup(shared, name) for name in dump.markers(shape)}
+        text = dump.serialize(dump.fill(shape, values))
+        (folder / rel).write_text(text)
+        assert _sha(text) != manifest[rel]
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
     defaults = json.loads((TEXTS / "defaults.json").read_text())
     assert dump.trial_seeds(300, 5) == defaults["per_trial_seed"]["seed_300_first_5_trials"]
-    choices = set(layout["choices"]["user_simulator_gets"].values())
-    for domain in dump.DOMAINS:
-        assert (
-            json.loads((TEXTS / f"tools/{domain}.json").read_text())["user_simulator_gets"]
-            in choices
-        )
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for child in node.values() for s in _strings(child)]
+    if isinstance(node, list):
+        return [s for child in node for s in _strings(child)]
+    return []
 
 
 def test_layout_holds_no_reference_text() -> None:
-    """Every model-facing value is a marker: no template, prompt or schema is in our repo."""
+    """Every model-facing value, and every value our readers use, is a marker."""
     layout = dump.load_layout()
-    names = set().union(
-        *(dump.markers(layout[k]) for k in layout if k.endswith("json") or k.startswith("tools"))
-    )
+    names = set().union(*(dump.markers(shape) for shape in _shapes().values()))
     for needed in (
         "agent.system_prompt_template",
         "agent.instruction",
         "user_simulator.system_prompt_template",
+        "user_simulator.guidelines_files",
+        "user_simulator.persona_placeholder",
+        "gt_agent.resolution_steps.line_joiner",
+        "solo_agent.tool_choice",
         "nl_assertions_judge.system_prompt",
         "agent",
         "user",
         "solo.tools_in_order",
     ):
         assert needed in names
-    text = (Path(dump.__file__).with_name("layout.json")).read_text()
+    text = json.dumps(layout)
     assert "<instructions>" not in text and '"parameters"' not in text
+
+
+@needs_texts
+def test_layout_copies_no_note_of_the_shared_texts() -> None:
+    """No wording of the shared files (notes included) is in our layout: the words are ours."""
+    ours = set(_strings(dump.load_layout()))
+    theirs = set()
+    for rel in _shapes():
+        theirs.update(s for s in _strings(json.loads((DATA_DIR / rel).read_text())) if len(s) > 24)
+    assert not [s for s in theirs if any(s in mine for mine in ours)]

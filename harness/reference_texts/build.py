@@ -4,7 +4,8 @@ The release's own code is the only faithful source of what it shows a model, so 
 data fetch` unpacks the release's source from the archive it already downloaded, installs it into
 a throwaway virtualenv (the reference needs Python 3.12 or 3.13 and its own dependencies, which
 must not meet ours), and runs our `dump.py` with that interpreter. The virtualenv is deleted
-afterwards; only the generated files stay, and the pins then check them byte for byte.
+afterwards; only the generated files stay. Their notes are ours, so the pins check them by
+content: the values at the layout's marker paths must be the pinned ones.
 """
 
 from __future__ import annotations

@@ -6,18 +6,22 @@ Runs with the interpreter of a throwaway virtualenv that has the release install
 
     TAU2_DATA_DIR=DATA_FOLDER python dump.py OUT_DIR
 
-The documents' shape and format notes come from `layout.json` beside this file; every value
-that the reference defines is read from its modules at run time, so nothing of its text lives in
-our repository. The pure helpers at the top import nothing but the standard library, so tau-mcp's
+The documents' shape comes from `layout.json` beside this file, which holds only structure, value
+markers and a few words of ours; every value the reference defines is read from its modules at run
+time, so nothing of its text lives in our repository. The files therefore carry the reference's
+values but not its notes, and are checked by content pins (see `marker_paths`), not byte pins. The pure helpers at the top import nothing but the standard library, so tau-mcp's
 tests can check them; everything that needs the reference is imported inside functions.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
+import inspect
 import json
 import random
 import sys
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -47,6 +51,23 @@ def fill(node: Any, values: dict[str, Any]) -> Any:
     if isinstance(node, list):
         return [fill(child, values) for child in node]
     return node
+
+
+def marker_paths(node: Any, path: tuple[str, ...] = ()) -> dict[str, str]:
+    """Where each value sits in a document: "/"-joined JSON path -> value name. The content
+    pins hash the values at exactly these paths."""
+    if isinstance(node, dict):
+        if set(node) == {MARKER}:
+            return {"/".join(path): node[MARKER]}
+        items = node.items()
+    elif isinstance(node, list):
+        items = ((str(i), child) for i, child in enumerate(node))
+    else:
+        return {}
+    found: dict[str, str] = {}
+    for key, child in items:
+        found.update(marker_paths(child, (*path, key)))
+    return found
 
 
 def markers(node: Any) -> set[str]:
@@ -120,16 +141,9 @@ class Reference:
         return self.get_tasks(domain, task_split_name="base")
 
 
-def source_values(ref: Reference, data_default: str) -> dict[str, Any]:
-    manifest = ref.data_dir / "MANIFEST.json"
-    data = (
-        json.loads(manifest.read_text()).get("source", data_default)
-        if manifest.is_file()
-        else data_default
-    )
+def source_values() -> dict[str, Any]:
     return {
         "source.version": importlib.metadata.version("tau2"),
-        "source.data": data,
         "source.pydantic": importlib.metadata.version("pydantic"),
         "source.litellm": importlib.metadata.version("litellm"),
     }
@@ -161,13 +175,20 @@ def gt_values(ref: Reference) -> dict[str, Any]:
     line = gt.make_agent_instructions_from_actions(stand_in)
     step_text = gt.make_agent_instructions_from_action(one, True)
     line_template = line.replace(step_text, "{step}").replace("1", "{n}", 1)
+    stand_in.task.evaluation_criteria.actions = [one, one]
+    both = gt.make_agent_instructions_from_actions(stand_in)
+    second = line_template.replace("{n}", "2").replace("{step}", step_text)
+    if not (both.startswith(line) and both.endswith(second)):
+        raise ValueError("the resolution steps are not one templated line per action")
+    line_joiner = both[len(line) : len(both) - len(second)]
+    with_args = inspect.signature(gt.__init__).parameters["provide_function_args"].default
 
     def func(arguments: dict[str, Any], name: str = "f") -> str:
         return Action(action_id="f", name=name, arguments=arguments).get_func_format()
 
     n, k, v = sentinel("N", "\x02"), sentinel("K", "\x02"), sentinel("V", "\x02")
     k1, k2 = sentinel("K1", "\x02"), sentinel("K2", "\x02")
-    both = func({k1: "v1", k2: "v2"}, "n")[len("n(") : -1]
+    pair = func({k1: "v1", k2: "v2"}, "n")[len("n(") : -1]
     examples_in = ["text", 3, 2.5, True, None, ["a", 1], {"k": "v", "n": 1.0}]
 
     examples = []
@@ -190,6 +211,8 @@ def gt_values(ref: Reference) -> dict[str, Any]:
         "gt_agent.system_prompt_template": ref.agents.SYSTEM_PROMPT_GT,
         "gt_agent.instruction": ref.agents.AGENT_GT_INSTRUCTION,
         prefix + "line_template": line_template,
+        prefix + "line_joiner": line_joiner,
+        prefix + "provide_function_args_default": with_args,
         prefix + "step_templates": {r: step(r, True) for r in ("assistant", "user")},
         prefix + "step_templates_without_function_args": {
             r: step(r, False) for r in ("assistant", "user")
@@ -197,7 +220,7 @@ def gt_values(ref: Reference) -> dict[str, Any]:
         prefix + "func_format.template": func({k: v}, n)
         .replace(n, "{name}")
         .replace(f"{k}={v}", "{args}"),
-        prefix + "func_format.args_joiner": both.replace(f"{k1}=v1", "").replace(f"{k2}=v2", ""),
+        prefix + "func_format.args_joiner": pair.replace(f"{k1}=v1", "").replace(f"{k2}=v2", ""),
         prefix + "func_format.arg_template": as_template(
             func({k: v}, "n")[len("n(") : -1], {k: "key", v: "value"}
         ),
@@ -206,6 +229,31 @@ def gt_values(ref: Reference) -> dict[str, Any]:
         },
         prefix + "examples": examples,
     }
+
+
+def solo_tool_choice(ref: Reference) -> Any:
+    """The tool_choice the solo agent sends, caught by standing in for its model call."""
+    m = ref.message
+    domain = SOLO_DOMAINS[0]
+    env = ref.build.build_environment(domain, solo_mode=True)
+    task = next(t for t in ref.base_tasks(domain) if ref.agents.LLMSoloAgent.check_valid_task(t))
+    solo = ref.build.build_agent(
+        "llm_agent_solo", env, llm="fake", llm_args={}, task=task, solo_mode=True
+    )
+    seen: dict[str, Any] = {}
+
+    def stand_in(*args, **kwargs):
+        seen.update(kwargs)
+        call = m.ToolCall(id="c", name=solo.STOP_FUNCTION_NAME, arguments={})
+        return m.AssistantMessage(role="assistant", content=None, tool_calls=[call])
+
+    original = ref.agents.generate
+    ref.agents.generate = stand_in
+    try:
+        solo.generate_next_message(None, solo.get_init_state())
+    finally:
+        ref.agents.generate = original
+    return seen["tool_choice"]
 
 
 def solo_values(ref: Reference) -> dict[str, Any]:
@@ -220,6 +268,65 @@ def solo_values(ref: Reference) -> dict[str, Any]:
         "solo_agent.stop_function_name": solo.STOP_FUNCTION_NAME,
         "solo_agent.stop_token": solo.STOP_TOKEN,
         "solo_agent.transfer_tool_name": solo.TRANSFER_TOOL_NAME,
+        "solo_agent.tool_choice": solo_tool_choice(ref),
+    }
+
+
+def persona_values(ref: Reference) -> dict[str, Any]:
+    """The persona slot of the user's guidelines and what the default persona puts there.
+
+    The slot is the one string literal the user prompt's code replaces in the guidelines (read
+    from its source, since the data's guidelines files need not contain it); rendering a stand-in
+    whose guidelines are just that slot confirms it and shows the default replacement."""
+    module = ref.user_sim
+    render = module.UserSimulator.system_prompt.fget
+    tree = ast.parse(textwrap.dedent(inspect.getsource(render)))
+    literals = [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "replace"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ]
+    if len(literals) != 1:
+        raise ValueError("the user prompt's code does not replace exactly one slot")
+    placeholder = literals[0]
+    env = ref.build.build_environment("airline")
+    default = ref.build.build_user(
+        "user_simulator", env, ref.base_tasks("airline")[0], llm="fake", llm_args={}
+    ).persona_config
+    mark = sentinel("persona", "\x05")
+
+    def rendered(persona: Any) -> str:
+        stand_in = SimpleNamespace(
+            instructions="", global_simulation_guidelines=placeholder, persona_config=persona
+        )
+        return render(stand_in)
+
+    original = module.SYSTEM_PROMPT
+    module.SYSTEM_PROMPT = "{global_user_sim_guidelines_with_persona}{instructions}"
+    try:
+        marked = rendered(SimpleNamespace(to_guidelines_text=lambda: mark))
+        replacement = rendered(default)
+    finally:
+        module.SYSTEM_PROMPT = original
+    if mark not in marked or placeholder in marked:
+        raise ValueError("the persona guidelines do not go into the slot")
+    data_dir = ref.data_dir
+    return {
+        "user_simulator.guidelines_files": {
+            "with_tools": Path(module.GLOBAL_USER_SIM_GUIDELINES_PATH_TOOLS)
+            .relative_to(data_dir)
+            .as_posix(),
+            "without_tools": Path(module.GLOBAL_USER_SIM_GUIDELINES_PATH)
+            .relative_to(data_dir)
+            .as_posix(),
+        },
+        "user_simulator.persona_placeholder": placeholder,
+        "user_simulator.persona_replacement_default": replacement,
     }
 
 
@@ -239,6 +346,7 @@ def user_values(ref: Reference) -> dict[str, Any]:
     base = ref.user_base
     return {
         "user_simulator.system_prompt_template": ref.user_sim.SYSTEM_PROMPT,
+        **persona_values(ref),
         "user_simulator.stop_tokens": [base.STOP, base.TRANSFER, base.OUT_OF_SCOPE],
         "user_simulator.role_flip.example_output_litellm_messages": (
             ref.llm_utils.to_litellm_messages(state.flip_roles())
@@ -363,10 +471,10 @@ def judge_values(ref: Reference) -> dict[str, Any]:
     }
 
 
-def prompt_values(ref: Reference, data_default: str) -> dict[str, Any]:
+def prompt_values(ref: Reference) -> dict[str, Any]:
     first = ref.orchestrator.DEFAULT_FIRST_AGENT_MESSAGE
     return {
-        **source_values(ref, data_default),
+        **source_values(),
         "agent.system_prompt_template": ref.agents.SYSTEM_PROMPT,
         "agent.instruction": ref.agents.AGENT_INSTRUCTION,
         **gt_values(ref),
@@ -393,11 +501,11 @@ def cli_defaults() -> dict[str, Any]:
     return {key: value for key, value in parsed.items() if isinstance(value, plain)}
 
 
-def default_values(ref: Reference, data_default: str) -> dict[str, Any]:
+def default_values(ref: Reference) -> dict[str, Any]:
     c = ref.config
     cli = cli_defaults()
     return {
-        **source_values(ref, data_default),
+        **source_values(),
         "agent_implementation": c.DEFAULT_AGENT_IMPLEMENTATION,
         "user_implementation": c.DEFAULT_USER_IMPLEMENTATION,
         "agent_llm": c.DEFAULT_LLM_AGENT,
@@ -423,7 +531,7 @@ def default_values(ref: Reference, data_default: str) -> dict[str, Any]:
     }
 
 
-def tool_values(ref: Reference, domain: str, choices: dict[str, str]) -> dict[str, Any]:
+def tool_values(ref: Reference, domain: str) -> dict[str, Any]:
     env = ref.build.build_environment(domain)
     agent = [tool.openai_schema for tool in env.get_tools()]
     try:
@@ -433,13 +541,7 @@ def tool_values(ref: Reference, domain: str, choices: dict[str, str]) -> dict[st
     tasks = ref.base_tasks(domain)
     if any(task.user_tools is not None for task in tasks):
         raise ValueError(f"{domain}: a base task restricts the user's tools")
-    simulator = ref.build.build_user("user_simulator", env, tasks[0], llm="fake", llm_args={})
-    values: dict[str, Any] = {
-        "domain": domain,
-        "agent": agent,
-        "user": user,
-        "user_simulator_gets": choices["with_tools" if simulator.tools else "without_tools"],
-    }
+    values: dict[str, Any] = {"domain": domain, "agent": agent, "user": user}
     gt_task = next((t for t in tasks if ref.agents.LLMGTAgent.check_valid_task(t)), None)
     gt = ref.build.build_agent(
         "llm_agent_gt", ref.build.build_environment(domain), llm="fake", llm_args={}, task=gt_task
@@ -461,17 +563,11 @@ def tool_values(ref: Reference, domain: str, choices: dict[str, str]) -> dict[st
 
 def documents(ref: Reference, layout: dict[str, Any]) -> dict[str, str]:
     """Relative file name -> file text, for every generated file."""
-    data_default = layout["fallbacks"]["source.data"]
-    out = {
-        "prompts.json": serialize(fill(layout["prompts.json"], prompt_values(ref, data_default))),
-    }
+    out = {"prompts.json": serialize(fill(layout["prompts.json"], prompt_values(ref)))}
     for domain in DOMAINS:
         shape = layout["tools with solo" if domain in SOLO_DOMAINS else "tools without solo"]
-        values = tool_values(ref, domain, layout["choices"]["user_simulator_gets"])
-        out[f"tools/{domain}.json"] = serialize(fill(shape, values))
-    out["defaults.json"] = serialize(
-        fill(layout["defaults.json"], default_values(ref, data_default))
-    )
+        out[f"tools/{domain}.json"] = serialize(fill(shape, tool_values(ref, domain)))
+    out["defaults.json"] = serialize(fill(layout["defaults.json"], default_values(ref)))
     return out
 
 

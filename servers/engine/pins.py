@@ -3,7 +3,9 @@
 The pin list (`data/reference_pins.json`) names every data file with its sha256. Two files of the
 shared copy were rebuilt from the same records, so for them we check what they contain (record
 counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
-the release: they are generated from it (see `harness.reference_texts`) and pinned the same way.
+the release: they are generated from it (see `harness.reference_texts`). Their notes are ours, so
+they carry content pins: the sha256 of the values at the listed JSON paths, which the shared copy
+and a freshly generated folder both meet.
 """
 
 from __future__ import annotations
@@ -86,36 +88,70 @@ class Verification:
         return not self.problems
 
 
-def pinned_files(pins: dict[str, Any], *, generated: bool = True) -> dict[str, str]:
-    """Every pinned file and its sha256: the release's, then (if asked) the generated texts."""
-    files = dict(pins["files"])
-    if generated:
-        files.update(pins.get("reference_texts", {}).get("files", {}))
-    return files
+def content_pins(pins: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The generated texts' pins: file -> {"sha256": ..., "values": [JSON paths]}."""
+    return pins.get("reference_texts", {}).get("content_pins", {})
+
+
+def value_at(document: Any, path: str) -> Any:
+    """The value at a "/"-joined JSON path (list items by index); KeyError when absent."""
+    for key in path.split("/"):
+        if isinstance(document, dict) and key in document:
+            document = document[key]
+        elif isinstance(document, list) and key.isdigit() and int(key) < len(document):
+            document = document[int(key)]
+        else:
+            raise KeyError(path)
+    return document
+
+
+def content_sha256(document: Any, paths: list[str]) -> str:
+    """The sha256 of the values at `paths`, as canonical JSON of a sorted {path: value} map:
+    the same for any file holding the same values, whatever else it holds or how it is laid
+    out."""
+    values = {path: value_at(document, path) for path in paths}
+    canonical = json.dumps(values, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _check_values(folder: Path, rel: str, pin: dict[str, Any]) -> str | None:
+    try:
+        document = json.loads((folder / rel).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"{rel}: unreadable ({exc})"
+    try:
+        digest = content_sha256(document, pin["values"])
+    except KeyError as exc:
+        return f"{rel}: has no value at {exc.args[0]}"
+    return None if digest == pin["sha256"] else f"{rel}: values differ from the content pin"
 
 
 def verify_data_dir(
     folder: Path, pins: dict[str, Any] | None = None, *, generated: bool = True
 ) -> Verification:
     """Check every pinned file: present, and byte-identical or content-identical. Without
-    `generated`, only the files the release itself contains."""
+    `generated`, only the files the release itself contains; with it, the reference texts too,
+    by their content pins."""
     pins = pins or load_pins()
-    files = pinned_files(pins, generated=generated)
+    files = dict(pins["files"])
+    texts = content_pins(pins) if generated else {}
     problems: list[str] = []
     checks = pins.get("content_checks", {})
-    generated_files = pins.get("reference_texts", {}).get("files", {})
-    for rel, sha in sorted(files.items()):
+    for rel in sorted({*files, *texts}):
         path = folder / rel
         if not path.is_file():
-            how = " (made by `tau-harness data fetch`)" if rel in generated_files else ""
+            how = " (made by `tau-harness data fetch`)" if rel in texts else ""
             problems.append(f"{rel}: missing{how}")
+            continue
+        if rel in texts:
+            problem = _check_values(folder, rel, texts[rel])
         elif rel in checks:
             problem = _check_content(folder, rel, checks[rel])
-            if problem:
-                problems.append(problem)
-        elif _sha256(path) != sha:
-            problems.append(f"{rel}: sha256 differs from the pin")
-    return Verification(folder, len(files), problems)
+        else:
+            problem = None if _sha256(path) == files[rel] else f"{rel}: sha256 differs from the pin"
+        if problem:
+            problems.append(problem)
+    return Verification(folder, len(files) + len(texts), problems)
 
 
 # Writes the generated files into the staging folder, given the downloaded release archive.
