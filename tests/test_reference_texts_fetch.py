@@ -1,12 +1,15 @@
-"""Getting and checking `tau2/reference_texts/`: pins, verify, the fetch pipeline and the pure
-parts of the dump script (the part that runs the reference needs a network and Python 3.12+)."""
+"""Getting and checking `tau2/reference_texts/`: content pins, verify, the fetch pipeline and the
+pure parts of the dump script. The dump run against the reference itself needs a Python 3.12+
+with the release installed ($TAU_REFERENCE_PYTHON) and is skipped without one."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -317,3 +320,41 @@ def test_layout_copies_no_note_of_the_shared_texts() -> None:
     for rel in _shapes():
         theirs.update(s for s in _strings(json.loads((DATA_DIR / rel).read_text())) if len(s) > 24)
     assert not [s for s in theirs if any(s in mine for mine in ours)]
+
+
+def _reference_python() -> str | None:
+    """$TAU_REFERENCE_PYTHON when it has the reference release (tau2) installed."""
+    python = os.environ.get(build.PYTHON_ENV)
+    if not python:
+        return None
+    probe = subprocess.run([python, "-c", "import tau2"], capture_output=True, timeout=60)
+    return python if probe.returncode == 0 else None
+
+
+@needs_texts
+@pytest.mark.skipif(
+    _reference_python() is None,
+    reason=f"set ${build.PYTHON_ENV} to a Python with the tau2 1.0.1 release installed "
+    "to run the dump script end to end",
+)
+def test_dump_with_the_reference_meets_the_content_pins(tmp_path: Path) -> None:
+    """The real generator: our dump script run by the reference's interpreter writes files
+    whose values meet the content pins, while their notes (and so their bytes) are ours."""
+    folder = _linked_copy(tmp_path)
+    out = tmp_path / "texts"
+    env = dict(os.environ, TAU2_DATA_DIR=str(DATA_DIR), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run(
+        [_reference_python(), str(build.DUMP_SCRIPT), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    for rel in content_pins(load_pins()):
+        generated = out / rel.removeprefix(FOLDER + "/")
+        shutil.copy(generated, folder / rel)
+        assert _sha(generated.read_bytes()) != manifest[rel]
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
