@@ -9,8 +9,9 @@ Runs with the interpreter of a throwaway virtualenv that has the release install
 The documents' shape comes from `layout.json` beside this file, which holds only structure, value
 markers and a few words of ours; every value the reference defines is read from its modules at run
 time, so nothing of its text lives in our repository. The files therefore carry the reference's
-values but not its notes, and are checked by content pins (see `marker_paths`), not byte pins. The pure helpers at the top import nothing but the standard library, so tau-mcp's
-tests can check them; everything that needs the reference is imported inside functions.
+values but not its notes, and are checked by content pins (see `marker_paths`), not byte pins.
+The pure helpers at the top import nothing but the standard library, so tau-mcp's tests can check
+them; everything that needs the reference is imported inside functions.
 """
 
 from __future__ import annotations
