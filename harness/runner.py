@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from conversation.messages import dump_message, now
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
+from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA
@@ -266,6 +267,7 @@ class Runner:
             llm_args=dict(self.config.agent_llm_args),
             solo=self.solo,
             seed=seed,
+            stop_tool=solo_stop_tool(self.domain) if self.solo else None,
         )
         try:
             return self.agent_cls(context)

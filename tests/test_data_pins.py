@@ -11,7 +11,13 @@ from typer.testing import CliRunner
 
 from harness.data_cli import data_app
 from servers.engine.errors import DataError
-from servers.engine.pins import fetch_reference, load_pins, verify_data_dir
+from servers.engine.pins import (
+    content_pins,
+    content_sha256,
+    fetch_reference,
+    load_pins,
+    verify_data_dir,
+)
 from tests.conformance import DATA_DIR
 
 needs_data = pytest.mark.skipif(
@@ -23,6 +29,27 @@ def test_pins_cover_the_manifest_files() -> None:
     pins = load_pins()
     assert len(pins["files"]) == 25 and len(pins["commit"]) == 40
     assert set(pins["content_checks"]) <= set(pins["files"])
+    texts = content_pins(pins)
+    assert len(texts) == 6 and not set(texts) & set(pins["files"])
+    for pin in texts.values():
+        assert len(pin["sha256"]) == 64 and pin["values"] == sorted(set(pin["values"]))
+
+
+def test_content_sha256_depends_on_the_values_only() -> None:
+    paths = ["a/b", "l/1", "t"]
+    document = {"a": {"b": "x", "note": "one"}, "l": [0, {"k": [1.5, None]}], "t": True}
+    same = {"t": True, "note": "two", "l": [9, {"k": [1.5, None]}], "a": {"note": "", "b": "x"}}
+    assert content_sha256(document, paths) == content_sha256(same, paths)
+    for changed in (
+        {**document, "t": False},
+        {**document, "a": {"b": "x "}},
+        {**document, "l": [0, {"k": [1.5]}]},
+    ):
+        assert content_sha256(changed, paths) != content_sha256(document, paths)
+    with pytest.raises(KeyError, match="a/c"):
+        content_sha256(document, ["a/c"])
+    with pytest.raises(KeyError, match="l/2"):
+        content_sha256(document, ["l/2"])
 
 
 @needs_data

@@ -27,6 +27,8 @@ class AgentContext:
     llm_args: dict[str, Any] = field(default_factory=dict)
     solo: bool = False
     seed: int | None = None
+    # The solo agent's finishing tool as the reference declares it (None: our own wording).
+    stop_tool: ToolInfo | None = None
 
 
 Incoming = ChatMessage | list[ToolMessage] | None

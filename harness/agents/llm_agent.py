@@ -70,7 +70,7 @@ class SoloAgent(LLMAgent):
         if not ticket:
             raise ValueError(f"task '{context.task.id}' has no ticket, so it cannot run solo")
         self.system = solo_prompt(context.policy, ticket)
-        done = ToolInfo(
+        done = context.stop_tool or ToolInfo(
             DONE_TOOL,
             "Call this once the ticket is fully handled.",
             {"type": "object", "properties": {}},

@@ -2,7 +2,10 @@
 
 The pin list (`data/reference_pins.json`) names every data file with its sha256. Two files of the
 shared copy were rebuilt from the same records, so for them we check what they contain (record
-counts, task ids) instead of their bytes.
+counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
+the release: they are generated from it (see `harness.reference_texts`). Their notes are ours, so
+they carry content pins: the sha256 of the values at the listed JSON paths, which the shared copy
+and a freshly generated folder both meet.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,29 +88,86 @@ class Verification:
         return not self.problems
 
 
-def verify_data_dir(folder: Path, pins: dict[str, Any] | None = None) -> Verification:
-    """Check every pinned file: present, and byte-identical or content-identical."""
+def content_pins(pins: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The generated texts' pins: file -> {"sha256": ..., "values": [JSON paths]}."""
+    return pins.get("reference_texts", {}).get("content_pins", {})
+
+
+def value_at(document: Any, path: str) -> Any:
+    """The value at a "/"-joined JSON path (list items by index); KeyError when absent."""
+    for key in path.split("/"):
+        if isinstance(document, dict) and key in document:
+            document = document[key]
+        elif isinstance(document, list) and key.isdigit() and int(key) < len(document):
+            document = document[int(key)]
+        else:
+            raise KeyError(path)
+    return document
+
+
+def content_sha256(document: Any, paths: list[str]) -> str:
+    """The sha256 of the values at `paths`, as canonical JSON of a sorted {path: value} map:
+    the same for any file holding the same values, whatever else it holds or how it is laid
+    out."""
+    values = {path: value_at(document, path) for path in paths}
+    canonical = json.dumps(values, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _check_values(folder: Path, rel: str, pin: dict[str, Any]) -> str | None:
+    try:
+        document = json.loads((folder / rel).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"{rel}: unreadable ({exc})"
+    try:
+        digest = content_sha256(document, pin["values"])
+    except KeyError as exc:
+        return f"{rel}: has no value at {exc.args[0]}"
+    return None if digest == pin["sha256"] else f"{rel}: values differ from the content pin"
+
+
+def verify_data_dir(
+    folder: Path, pins: dict[str, Any] | None = None, *, generated: bool = True
+) -> Verification:
+    """Check every pinned file: present, and byte-identical or content-identical. Without
+    `generated`, only the files the release itself contains; with it, the reference texts too,
+    by their content pins."""
     pins = pins or load_pins()
+    files = dict(pins["files"])
+    texts = content_pins(pins) if generated else {}
     problems: list[str] = []
     checks = pins.get("content_checks", {})
-    for rel, sha in sorted(pins["files"].items()):
+    for rel in sorted({*files, *texts}):
         path = folder / rel
         if not path.is_file():
-            problems.append(f"{rel}: missing")
+            how = " (made by `tau-harness data fetch`)" if rel in texts else ""
+            problems.append(f"{rel}: missing{how}")
+            continue
+        if rel in texts:
+            problem = _check_values(folder, rel, texts[rel])
         elif rel in checks:
             problem = _check_content(folder, rel, checks[rel])
-            if problem:
-                problems.append(problem)
-        elif _sha256(path) != sha:
-            problems.append(f"{rel}: sha256 differs from the pin")
-    return Verification(folder, len(pins["files"]), problems)
+        else:
+            problem = None if _sha256(path) == files[rel] else f"{rel}: sha256 differs from the pin"
+        if problem:
+            problems.append(problem)
+    return Verification(folder, len(files) + len(texts), problems)
+
+
+# Writes the generated files into the staging folder, given the downloaded release archive.
+Generator = Callable[[bytes, Path, dict[str, Any]], None]
 
 
 def fetch_reference(
-    dest: Path | None = None, *, timeout: float = 30.0, url: str | None = None
+    dest: Path | None = None,
+    *,
+    timeout: float = 30.0,
+    url: str | None = None,
+    generate: Generator | None = None,
 ) -> Path:
-    """Download the pinned release's data into `dest` and verify it; the folder appears only
-    when every file checks out."""
+    """Download the pinned release's data into `dest`, generate the reference texts with
+    `generate` when given, and verify it all; the folder appears only when every file checks
+    out (without `generate`, the generated texts are neither made nor checked)."""
     pins = load_pins()
     dest = dest or default_cache_dir(pins)
     url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
@@ -123,7 +184,9 @@ def fetch_reference(
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
     try:
         _extract(payload, staging, pins)
-        result = verify_data_dir(staging, pins)
+        if generate is not None:
+            generate(payload, staging, pins)
+        result = verify_data_dir(staging, pins, generated=generate is not None)
         if not result.ok:
             raise DataError(
                 "the downloaded data does not match the pins: " + "; ".join(result.problems[:5])

@@ -1,0 +1,360 @@
+"""Getting and checking `tau2/reference_texts/`: content pins, verify, the fetch pipeline and the
+pure parts of the dump script. The dump run against the reference itself needs a Python 3.12+
+with the release installed ($TAU_REFERENCE_PYTHON) and is skipped without one."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from harness import data_cli
+from harness.data_cli import data_app
+from harness.reference_texts import build, dump
+from servers.engine import pins as pinmod
+from servers.engine.errors import DataError
+from servers.engine.pins import (
+    content_pins,
+    content_sha256,
+    fetch_reference,
+    load_pins,
+    verify_data_dir,
+)
+from tests.conformance import DATA_DIR
+
+TEXTS = DATA_DIR / "tau2" / "reference_texts"
+needs_texts = pytest.mark.skipif(
+    not (DATA_DIR / "MANIFEST.json").is_file() or not TEXTS.is_dir(),
+    reason=f"reference data with reference_texts not found at {DATA_DIR}",
+)
+OFFLINE_URL = "http://127.0.0.1:9/{repository}/{commit}.tar.gz"
+
+
+def _sha(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+# --- pins and verify --------------------------------------------------------------------------
+
+
+def _shapes() -> dict[str, Any]:
+    """Each generated file's layout, by its path in the data folder."""
+    layout = dump.load_layout()
+    shapes = {f"{FOLDER}/{name}": layout[name] for name in ("prompts.json", "defaults.json")}
+    for domain in dump.DOMAINS:
+        key = "tools with solo" if domain in dump.SOLO_DOMAINS else "tools without solo"
+        shapes[f"{FOLDER}/tools/{domain}.json"] = layout[key]
+    return shapes
+
+
+FOLDER = "tau2/reference_texts"
+
+
+def test_content_pins_hash_exactly_the_layouts_values() -> None:
+    pins = content_pins(load_pins())
+    shapes = _shapes()
+    assert set(pins) == set(shapes)
+    for rel, shape in shapes.items():
+        assert pins[rel]["values"] == sorted(dump.marker_paths(shape)), rel
+
+
+@needs_texts
+def test_content_pins_equal_what_the_shared_texts_hold() -> None:
+    manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    pins = load_pins()
+    texts = content_pins(pins)
+    assert set(texts) == {k for k in manifest if k.startswith(FOLDER + "/")}
+    assert pins["files"] == {k: v for k, v in manifest.items() if k not in texts}
+    for rel, pin in texts.items():
+        document = json.loads((DATA_DIR / rel).read_text())
+        assert content_sha256(document, pin["values"]) == pin["sha256"], rel
+
+
+def _linked_copy(tmp_path: Path) -> Path:
+    """A data folder whose release files link to the shared copy and whose texts are real."""
+    folder = tmp_path / "data"
+    pins = load_pins()
+    for rel in [*pins["files"], *content_pins(pins)]:
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel.startswith("tau2/reference_texts/"):
+            shutil.copy(DATA_DIR / rel, target)
+        else:
+            target.symlink_to(DATA_DIR / rel)
+    return folder
+
+
+@needs_texts
+def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
+    folder = _linked_copy(tmp_path)
+    good = verify_data_dir(folder)
+    assert good.ok and good.checked == 31, good.problems
+    tools = folder / "tau2/reference_texts/tools/airline.json"
+    schemas = json.loads(tools.read_text())
+    schemas["agent"][0]["function"]["description"] += " "
+    tools.write_text(json.dumps(schemas))
+    (folder / "tau2/reference_texts/defaults.json").unlink()
+    prompts = folder / "tau2/reference_texts/prompts.json"
+    document = json.loads(prompts.read_text())
+    del document["gt_agent"]["resolution_steps"]["line_joiner"]
+    prompts.write_text(json.dumps(document))
+    problems = "\n".join(verify_data_dir(folder).problems)
+    assert "tools/airline.json: values differ from the content pin" in problems
+    assert "defaults.json: missing (made by `tau-harness data fetch`)" in problems
+    assert "prompts.json: has no value at gt_agent/resolution_steps/line_joiner" in problems
+    assert verify_data_dir(folder, generated=False).ok
+
+
+@needs_texts
+def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
+    """Changing only notes, key order or whitespace keeps a text verified: the pins are on the
+    values, which is why our generated files (with our own notes) verify like the shared ones."""
+    folder = _linked_copy(tmp_path)
+    for rel in content_pins(load_pins()):
+        path = folder / rel
+        document = json.loads(path.read_text())
+        marked = set(content_pins(load_pins())[rel]["values"])
+        reordered = {"tau-mcp note": "ours", **dict(reversed(list(document.items())))}
+        if "scenario_format" in reordered:
+            reordered["scenario_format"]["optional_parts"] = {"persona": "a different note"}
+        assert not any(p.startswith("tau-mcp note") for p in marked)
+        path.write_text(json.dumps(reordered, indent=4, ensure_ascii=True))
+        assert _sha(path.read_bytes()) != _sha((DATA_DIR / rel).read_bytes())
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
+
+
+@needs_texts
+def test_data_verify_command_reports_a_tampered_text(tmp_path: Path) -> None:
+    folder = _linked_copy(tmp_path)
+    ok = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
+    assert ok.exit_code == 0 and "all 31 pinned files match" in ok.output
+    (folder / "tau2/reference_texts/prompts.json").write_text("{}\n")
+    bad = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
+    assert bad.exit_code == 1 and "prompts.json: has no value at agent/" in bad.output
+    assert "Traceback" not in bad.output
+
+
+# --- fetch --------------------------------------------------------------------------------------
+
+
+def test_fetch_offline_fails_with_one_sentence_before_generating(tmp_path: Path) -> None:
+    called = []
+    with pytest.raises(DataError, match="could not download the reference data") as err:
+        fetch_reference(
+            tmp_path / "out",
+            timeout=2,
+            url="http://127.0.0.1:9/none.tar.gz",
+            generate=lambda *args: called.append(args),
+        )
+    assert "\n" not in str(err.value) and not called and not (tmp_path / "out").exists()
+
+
+def test_data_fetch_command_offline(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(pinmod, "ARCHIVE_URL", OFFLINE_URL)
+    monkeypatch.setattr(data_cli, "find_python", lambda pins, explicit=None: sys.executable)
+    result = CliRunner().invoke(
+        data_app, ["fetch", "--dest", str(tmp_path / "out"), "--timeout", "2"]
+    )
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1
+    assert "could not download the reference data" in errors[0]
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+
+
+def _release_archive(tmp_path: Path) -> Path:
+    """A tar.gz laid out like the release's: top folder, data/ with the pinned files."""
+    path = tmp_path / "release.tar.gz"
+    with tarfile.open(path, "w:gz", compresslevel=1) as archive:
+        top = tarfile.TarInfo("tau2-bench-x")
+        top.type = tarfile.DIRTYPE
+        archive.addfile(top)
+        project = b"[project]\nname = 'stand-in'\n"
+        info = tarfile.TarInfo("tau2-bench-x/pyproject.toml")
+        info.size = len(project)
+        archive.addfile(info, io.BytesIO(project))
+        for rel in load_pins()["files"]:
+            archive.add(DATA_DIR / rel, arcname=f"tau2-bench-x/data/{rel}")
+    return path
+
+
+@needs_texts
+@pytest.mark.parametrize("tamper", [False, True])
+def test_fetch_installs_only_verified_texts(tmp_path: Path, tamper: bool) -> None:
+    """The generate step writes into staging; the folder appears only if the texts match."""
+    archive = _release_archive(tmp_path)
+    seen: dict[str, Any] = {}
+
+    def generate(payload: bytes, staging: Path, pins: dict) -> None:
+        seen["project"] = build.unpack_source(payload, tmp_path / "src")
+        shutil.copytree(TEXTS, staging / "tau2" / "reference_texts")
+        if tamper:
+            path = staging / "tau2/reference_texts/tools/mock.json"
+            path.write_text(path.read_text().replace('"create_task"', '"make_task"', 1))
+
+    dest = tmp_path / "out"
+    if tamper:
+        with pytest.raises(DataError, match="tools/mock.json: values differ from the content pin"):
+            fetch_reference(dest, url=archive.as_uri(), generate=generate)
+        assert not dest.exists()
+    else:
+        assert fetch_reference(dest, url=archive.as_uri(), generate=generate) == dest
+        assert verify_data_dir(dest).ok
+    assert (seen["project"] / "pyproject.toml").is_file()
+    assert not (seen["project"] / "data").exists()  # the release's data is not unpacked twice
+
+
+def test_python_for_the_reference_must_be_recent_enough(tmp_path: Path, monkeypatch) -> None:
+    pins = load_pins()
+    if sys.version_info[:2] < (3, 12):
+        with pytest.raises(DataError, match="is not Python 3.12 to 3.13"):
+            build.find_python(pins, sys.executable)
+        monkeypatch.setenv("PATH", str(tmp_path))
+        monkeypatch.delenv(build.PYTHON_ENV, raising=False)
+        with pytest.raises(DataError, match="pass --python PATH"):
+            build.find_python(pins)
+    else:
+        assert build.find_python(pins) == sys.executable
+    with pytest.raises(DataError, match="is not Python"):
+        build.find_python(pins, str(tmp_path / "no-such-python"))
+
+
+def test_unreadable_archive_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="not a readable tar.gz"):
+        build.unpack_source(b"not a tarball", tmp_path)
+
+
+# --- the dump script's pure parts --------------------------------------------------------------
+
+
+def test_fill_and_templates() -> None:
+    layout = {"a": {"$value": "x"}, "b": [1, {"$value": "y"}], "c": "note"}
+    assert dump.markers(layout) == {"x", "y"}
+    assert dump.marker_paths(layout) == {"a": "x", "b/1": "y"}
+    assert dump.fill(layout, {"x": {"k": 1}, "y": None}) == {
+        "a": {"k": 1},
+        "b": [1, None],
+        "c": "note",
+    }
+    with pytest.raises(KeyError, match="no value computed for 'y'"):
+        dump.fill(layout, {"x": 1})
+    s = dump.sentinel("who")
+    assert dump.as_template(f"Hi {s}!", {s: "who"}) == "Hi {who}!"
+    with pytest.raises(ValueError):
+        dump.as_template("Hi!", {s: "who"})
+    assert dump.serialize({"é": [1]}) == '{\n  "é": [\n    1\n  ]\n}\n'
+    assert dump.trial_seeds(7, 3) == dump.trial_seeds(7, 3) != dump.trial_seeds(8, 3)
+
+
+def _lookup(document: Any, name: str) -> Any:
+    for key in name.split("."):
+        document = document[key]
+    return document
+
+
+@needs_texts
+def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None:
+    """The layout filled with the values the dump computes (here read back from the shared
+    files) is a file our content pins accept, though its notes, and so its bytes, are ours."""
+    folder = _linked_copy(tmp_path)
+    manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    for rel, shape in _shapes().items():
+        shared = json.loads((DATA_DIR / rel).read_text())
+        values = {name: _lookup(shared, name) for name in dump.markers(shape)}
+        text = dump.serialize(dump.fill(shape, values))
+        (folder / rel).write_text(text)
+        assert _sha(text) != manifest[rel]
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
+    defaults = json.loads((TEXTS / "defaults.json").read_text())
+    assert dump.trial_seeds(300, 5) == defaults["per_trial_seed"]["seed_300_first_5_trials"]
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for child in node.values() for s in _strings(child)]
+    if isinstance(node, list):
+        return [s for child in node for s in _strings(child)]
+    return []
+
+
+def test_layout_holds_no_reference_text() -> None:
+    """Every model-facing value, and every value our readers use, is a marker."""
+    layout = dump.load_layout()
+    names = set().union(*(dump.markers(shape) for shape in _shapes().values()))
+    for needed in (
+        "agent.system_prompt_template",
+        "agent.instruction",
+        "user_simulator.system_prompt_template",
+        "user_simulator.guidelines_files",
+        "user_simulator.persona_placeholder",
+        "gt_agent.resolution_steps.line_joiner",
+        "solo_agent.tool_choice",
+        "nl_assertions_judge.system_prompt",
+        "agent",
+        "user",
+        "solo.tools_in_order",
+    ):
+        assert needed in names
+    text = json.dumps(layout)
+    assert "<instructions>" not in text and '"parameters"' not in text
+
+
+@needs_texts
+def test_layout_copies_no_note_of_the_shared_texts() -> None:
+    """No wording of the shared files (notes included) is in our layout: the words are ours."""
+    ours = set(_strings(dump.load_layout()))
+    theirs = set()
+    for rel in _shapes():
+        theirs.update(s for s in _strings(json.loads((DATA_DIR / rel).read_text())) if len(s) > 24)
+    assert not [s for s in theirs if any(s in mine for mine in ours)]
+
+
+def _reference_python() -> str | None:
+    """$TAU_REFERENCE_PYTHON when it has the reference release (tau2) installed."""
+    python = os.environ.get(build.PYTHON_ENV)
+    if not python:
+        return None
+    probe = subprocess.run([python, "-c", "import tau2"], capture_output=True, timeout=60)
+    return python if probe.returncode == 0 else None
+
+
+@needs_texts
+@pytest.mark.skipif(
+    _reference_python() is None,
+    reason=f"set ${build.PYTHON_ENV} to a Python with the tau2 1.0.1 release installed "
+    "to run the dump script end to end",
+)
+def test_dump_with_the_reference_meets_the_content_pins(tmp_path: Path) -> None:
+    """The real generator: our dump script run by the reference's interpreter writes files
+    whose values meet the content pins, while their notes (and so their bytes) are ours."""
+    folder = _linked_copy(tmp_path)
+    out = tmp_path / "texts"
+    env = dict(os.environ, TAU2_DATA_DIR=str(DATA_DIR), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    done = subprocess.run(
+        [_reference_python(), str(build.DUMP_SCRIPT), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    for rel in content_pins(load_pins()):
+        generated = out / rel.removeprefix(FOLDER + "/")
+        shutil.copy(generated, folder / rel)
+        assert _sha(generated.read_bytes()) != manifest[rel]
+    result = verify_data_dir(folder)
+    assert result.ok, result.problems
