@@ -7,11 +7,13 @@ import random
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from conversation.messages import dump_message, now
+from conversation.reference_prompts import compose_policy, user_guidelines_path, user_tool_filter
+from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.grading import Grader, Judge
@@ -19,10 +21,12 @@ from harness.metrics import INFRA
 from harness.orchestrator import (
     DEFAULT_MAX_ERRORS,
     DEFAULT_MAX_STEPS,
+    GREETING,
     Limits,
     Orchestrator,
     history_messages,
 )
+from harness.prompt_sets import prompt_set_info, with_llm_defaults
 from harness.results import ResultsFile, load_results
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
@@ -43,10 +47,11 @@ class RunConfig:
     domain: str
     agent: str = "llm"
     agent_llm: str | None = None
-    agent_llm_args: dict[str, Any] = field(default_factory=dict)
+    #: None: the prompt set's defaults; a dict replaces them (see harness.prompt_sets).
+    agent_llm_args: dict[str, Any] | None = None
     user: str = "llm"
     user_llm: str | None = None
-    user_llm_args: dict[str, Any] = field(default_factory=dict)
+    user_llm_args: dict[str, Any] | None = None
     task_split: str | None = "base"
     task_ids: list[str] | None = None
     num_tasks: int | None = None
@@ -98,6 +103,8 @@ def _git_commit() -> str:
 
 class Runner:
     def __init__(self, backend: EpisodeBackend, domain: Domain, config: RunConfig) -> None:
+        self.texts = reference_texts(domain.data_dir)
+        config = with_llm_defaults(config, self.texts)
         self.backend, self.domain, self.config = backend, domain, config
         self.agent_cls: type[Agent] = agent_class(config.agent)
         self.user_cls: type[UserSimulator] = user_class(config.user)
@@ -116,6 +123,8 @@ class Runner:
         self.grader = Grader(backend, domain, config.judge)
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
+        if self.texts is not None:
+            self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
 
     # --- results header ---------------------------------------------------------------------
@@ -143,10 +152,14 @@ class Runner:
                 "tool_defs": None,
             },
             "seed": c.seed,
-            "judge_llm": c.judge.model if c.judge else None,
+            "judge_llm": self.grader.judge.model if self.grader.judge else None,
+            "prompt_set": prompt_set_info(self.texts),
         }
 
     def user_guidelines(self) -> str | None:
+        if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
+            path = user_guidelines_path(self.texts, self.has_user_tools)
+            self._guidelines = self.texts.data_file(path)
         if self._guidelines is None and self.config.user == "llm":
             try:
                 self._guidelines = user_guidelines(self.domain.data_dir, self.has_user_tools)
@@ -207,7 +220,9 @@ class Runner:
             agent_tools = await agent_session.list_tools()
             user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
             agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
-            user = self._make_user(task, [] if self.solo else user_tools, seed)
+            user = self._make_user(
+                task, [] if self.solo else self._tools_of_user(task, user_tools), seed
+            )
             orchestrator = Orchestrator(
                 agent,
                 user,
@@ -218,6 +233,7 @@ class Runner:
                 user_tool_names={t.name for t in user_tools},
                 agent_tool_names={t.name for t in agent_tools},
                 enforce_protocol=self.config.enforce_protocol,
+                greeting=self._greeting(),
             )
             conversation = await orchestrator.run(history_messages(task))
             reward_info = await self.grader.grade(
@@ -235,6 +251,22 @@ class Runner:
         except Exception:  # noqa: BLE001 - the server evicts old episodes anyway
             pass
 
+    def _greeting(self) -> str:
+        first = (self.texts.prompts.get("first_agent_message") or {}) if self.texts else {}
+        return first.get("content") or GREETING
+
+    def _tools_of_user(self, task: Task, tools: list[ToolInfo]) -> list[ToolInfo]:
+        """With reference texts, the user model is offered the task's `user_tools` only (all
+        when unset; none when it names a tool the domain lacks), as the reference does."""
+        if self.texts is None:
+            return tools
+        allowed = user_tool_filter(task)
+        if allowed is None:
+            return tools
+        if set(allowed) - {t.name for t in tools}:
+            return []
+        return [t for t in tools if t.name in allowed]
+
     def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int) -> Agent:
         context = AgentContext(
             task=task,
@@ -242,9 +274,10 @@ class Runner:
             policy=self.policy,
             tools=tools,
             llm=self.config.agent_llm,
-            llm_args=dict(self.config.agent_llm_args),
+            llm_args=dict(self.config.agent_llm_args or {}),
             solo=self.solo,
             seed=seed,
+            texts=self.texts,
         )
         try:
             return self.agent_cls(context)
@@ -258,8 +291,9 @@ class Runner:
             guidelines=self.user_guidelines(),
             tools=tools,
             llm=self.config.user_llm,
-            llm_args=dict(self.config.user_llm_args),
+            llm_args=dict(self.config.user_llm_args or {}),
             seed=seed,
+            texts=self.texts,
         )
         try:
             return self.user_cls(context)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conversation.messages import ChatMessage, Message, ToolMessage
+from conversation.reference_texts import ReferenceTexts
 from harness.backends import ToolInfo
 from servers.engine.tasks import Task
 
@@ -27,6 +28,9 @@ class AgentContext:
     llm_args: dict[str, Any] = field(default_factory=dict)
     solo: bool = False
     seed: int | None = None
+    #: The data folder's reference texts; when set, model-driven agents build their requests
+    #: from them (the reference's prompts), else from our own prompts.
+    texts: ReferenceTexts | None = None
 
 
 Incoming = ChatMessage | list[ToolMessage] | None
