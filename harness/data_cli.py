@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from harness.reference_texts.build import find_python, generate_reference_texts
 from servers.engine.data import resolve_data_dir
 from servers.engine.errors import DataError
 from servers.engine.pins import default_cache_dir, fetch_reference, load_pins, verify_data_dir
@@ -19,12 +20,36 @@ def fetch(
         None, "--dest", help="Where to put the data (default: the user cache)."
     ),
     timeout: float = typer.Option(30.0, help="Seconds to wait for the download."),
+    python: str = typer.Option(
+        None,
+        "--python",
+        help="Python 3.12/3.13 to run the reference release with when generating its texts "
+        "(default: $TAU_REFERENCE_PYTHON, this Python, or python3.13/python3.12 on PATH).",
+    ),
+    texts: bool = typer.Option(
+        True,
+        "--texts/--no-texts",
+        help="Also generate tau2/reference_texts/ (what the reference shows a model) by running "
+        "the release in a throwaway virtualenv; without them runs use tau-mcp's own prompts.",
+    ),
 ) -> None:
-    """Download the pinned reference release's data and verify every file against the pins."""
+    """Download the pinned reference release's data, generate its reference texts, and verify
+    every file against the pins."""
     target = dest or default_cache_dir()
-    typer.echo(f"fetching {load_pins()['release']} data into {target} ...")
+    pins = load_pins()
     try:
-        folder = fetch_reference(target, timeout=timeout)
+        generate = None
+        if texts:
+            interpreter = find_python(pins, python)
+
+            def generate(payload, staging, pins):
+                typer.echo(
+                    f"generating reference texts with {interpreter} (takes a few minutes) ..."
+                )
+                generate_reference_texts(payload, staging, pins, python=interpreter)
+
+        typer.echo(f"fetching {pins['release']} data into {target} ...")
+        folder = fetch_reference(target, timeout=timeout, generate=generate)
     except DataError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

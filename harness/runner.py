@@ -15,6 +15,7 @@ from conversation.messages import dump_message, now
 from conversation.reference_prompts import compose_policy, user_guidelines_path, user_tool_filter
 from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
+from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA
@@ -277,6 +278,7 @@ class Runner:
             llm_args=dict(self.config.agent_llm_args or {}),
             solo=self.solo,
             seed=seed,
+            stop_tool=solo_stop_tool(self.domain) if self.solo else None,
             texts=self.texts,
         )
         try:

@@ -27,6 +27,7 @@ from servers.engine import data as datafiles
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
+from servers.engine.tool_listing import tool_listing
 from servers.engine.toolkit import ToolSpec
 
 log = logging.getLogger("tau.server")
@@ -122,11 +123,6 @@ class UnknownToolsToEngine(Middleware):
                 return self.shape(episode.call(self.side, message.name, message.arguments or {}))
 
 
-def _side_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
-    toolkit = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-    return dict(toolkit.specs) if toolkit is not None else {}
-
-
 def _instructions(domain: Domain, side: Side) -> str:
     if side == "agent":
         return (
@@ -148,7 +144,8 @@ def build_mcp_server(
     wrap_ep_results: bool | None = None,
     name: str | None = None,
 ) -> FastMCP:
-    """A FastMCP server listing exactly the tools of one side of a domain."""
+    """A FastMCP server listing exactly the tools of one side of a domain, described as the
+    reference describes them when the data carries its texts (see `tool_listing`)."""
     wrap = ep_wrap_default() if wrap_ep_results is None else wrap_ep_results
     if style == "json_object":
 
@@ -164,7 +161,8 @@ def build_mcp_server(
         mask_error_details=False,
         middleware=[UnknownToolsToEngine(side, resolve, shape)],
     )
-    for spec in _side_specs(domain, side).values():
+    listing = tool_listing(domain, side)
+    for spec in listing.tools:
         server.add_tool(
             EpisodeTool(
                 name=spec.name,
@@ -179,8 +177,7 @@ def build_mcp_server(
     _add_texts(server, domain, side)
     # The modern transport checks `Mcp-Param-*` headers against the called tool's schema; give
     # it the schemas directly instead of letting it run a full tools/list on every call.
-    schemas = {spec.name: spec.input_schema for spec in _side_specs(domain, side).values()}
-    server._mcp_server.get_tool_input_schema = schemas.get
+    server._mcp_server.get_tool_input_schema = listing.schemas().get
     return server
 
 

@@ -28,6 +28,8 @@ class AgentContext:
     llm_args: dict[str, Any] = field(default_factory=dict)
     solo: bool = False
     seed: int | None = None
+    # The solo agent's finishing tool as the reference declares it (None: our own wording).
+    stop_tool: ToolInfo | None = None
     #: The data folder's reference texts; when set, model-driven agents build their requests
     #: from them (the reference's prompts), else from our own prompts.
     texts: ReferenceTexts | None = None

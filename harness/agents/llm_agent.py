@@ -87,11 +87,9 @@ class SoloAgent(LLMAgent):
         self.done_name = rules.get("stop_function_name", DONE_TOOL)
         self.stop_token = rules.get("stop_token", STOP)
         self.tool_choice = rules.get("tool_choice", "required")
-        done = (
-            reference_prompts.solo_done_tool(self.texts, context.domain)
-            if self.texts is not None
-            else None
-        )
+        done = context.stop_tool.openai_schema() if context.stop_tool is not None else None
+        if done is None and self.texts is not None:
+            done = reference_prompts.solo_done_tool(self.texts, context.domain)
         if done is None:
             done = ToolInfo(
                 self.done_name,

@@ -11,6 +11,7 @@ from harness.backends import EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
 from servers.engine.tasks import EnvAssertion
+from servers.engine.tool_listing import tool_listing
 
 
 class _EngineSession:
@@ -19,10 +20,8 @@ class _EngineSession:
 
     async def list_tools(self) -> list[ToolInfo]:
         episode = self._store.get(self._ref.domain, self._ref.episode_id)
-        toolkit = episode.toolkit(self._side)
-        if toolkit is None:
-            return []
-        return [ToolInfo(s.name, s.description, s.input_schema) for s in toolkit.specs.values()]
+        listing = tool_listing(episode.domain, self._side)
+        return [ToolInfo(s.name, s.description, s.input_schema) for s in listing.tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         out = self._store.call(self._ref.domain, self._ref.episode_id, self._side, name, arguments)

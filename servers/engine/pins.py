@@ -2,7 +2,8 @@
 
 The pin list (`data/reference_pins.json`) names every data file with its sha256. Two files of the
 shared copy were rebuilt from the same records, so for them we check what they contain (record
-counts, task ids) instead of their bytes.
+counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
+the release: they are generated from it (see `harness.reference_texts`) and pinned the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,29 +86,52 @@ class Verification:
         return not self.problems
 
 
-def verify_data_dir(folder: Path, pins: dict[str, Any] | None = None) -> Verification:
-    """Check every pinned file: present, and byte-identical or content-identical."""
+def pinned_files(pins: dict[str, Any], *, generated: bool = True) -> dict[str, str]:
+    """Every pinned file and its sha256: the release's, then (if asked) the generated texts."""
+    files = dict(pins["files"])
+    if generated:
+        files.update(pins.get("reference_texts", {}).get("files", {}))
+    return files
+
+
+def verify_data_dir(
+    folder: Path, pins: dict[str, Any] | None = None, *, generated: bool = True
+) -> Verification:
+    """Check every pinned file: present, and byte-identical or content-identical. Without
+    `generated`, only the files the release itself contains."""
     pins = pins or load_pins()
+    files = pinned_files(pins, generated=generated)
     problems: list[str] = []
     checks = pins.get("content_checks", {})
-    for rel, sha in sorted(pins["files"].items()):
+    generated_files = pins.get("reference_texts", {}).get("files", {})
+    for rel, sha in sorted(files.items()):
         path = folder / rel
         if not path.is_file():
-            problems.append(f"{rel}: missing")
+            how = " (made by `tau-harness data fetch`)" if rel in generated_files else ""
+            problems.append(f"{rel}: missing{how}")
         elif rel in checks:
             problem = _check_content(folder, rel, checks[rel])
             if problem:
                 problems.append(problem)
         elif _sha256(path) != sha:
             problems.append(f"{rel}: sha256 differs from the pin")
-    return Verification(folder, len(pins["files"]), problems)
+    return Verification(folder, len(files), problems)
+
+
+# Writes the generated files into the staging folder, given the downloaded release archive.
+Generator = Callable[[bytes, Path, dict[str, Any]], None]
 
 
 def fetch_reference(
-    dest: Path | None = None, *, timeout: float = 30.0, url: str | None = None
+    dest: Path | None = None,
+    *,
+    timeout: float = 30.0,
+    url: str | None = None,
+    generate: Generator | None = None,
 ) -> Path:
-    """Download the pinned release's data into `dest` and verify it; the folder appears only
-    when every file checks out."""
+    """Download the pinned release's data into `dest`, generate the reference texts with
+    `generate` when given, and verify it all; the folder appears only when every file checks
+    out (without `generate`, the generated texts are neither made nor checked)."""
     pins = load_pins()
     dest = dest or default_cache_dir(pins)
     url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
@@ -123,7 +148,9 @@ def fetch_reference(
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
     try:
         _extract(payload, staging, pins)
-        result = verify_data_dir(staging, pins)
+        if generate is not None:
+            generate(payload, staging, pins)
+        result = verify_data_dir(staging, pins, generated=generate is not None)
         if not result.ok:
             raise DataError(
                 "the downloaded data does not match the pins: " + "; ".join(result.problems[:5])

@@ -1,0 +1,16 @@
+"""The solo agent's finishing tool as the reference declares it, when the data carries its texts.
+
+It is offered to the model next to the MCP tools, so its description must match the reference's
+as theirs do (see `servers.engine.tool_listing`).
+"""
+
+from __future__ import annotations
+
+from harness.backends import ToolInfo
+from servers.engine.domain import Domain
+from servers.engine.tool_listing import reference_stop_tool
+
+
+def solo_stop_tool(domain: Domain) -> ToolInfo | None:
+    found = reference_stop_tool(domain)
+    return ToolInfo(*found) if found is not None else None

@@ -1,0 +1,116 @@
+"""What a client is shown of a domain side's tools: names, descriptions, argument schemas, order.
+
+A model must see the tools exactly as the reference benchmark shows them, or a score stops meaning
+what a tau2-bench score means. So when the data folder carries the reference's tool texts
+(`tau2/reference_texts/tools/<domain>.json`, read at run time like the policies), every listing
+uses their descriptions, input schemas and order. Without them (our demo data) the listing is
+our toolkits' own docstrings and signatures. Either way the engine's tool kinds ride along, so MCP
+annotations (read-only, destructive) stay derived from the engine.
+
+Listings are computed once per domain and side and then shared by every endpoint and session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from servers.engine import data as datafiles
+from servers.engine.domain import Domain
+from servers.engine.errors import DataError
+from servers.engine.toolkit import ToolSpec
+
+log = logging.getLogger("tau.engine")
+
+Side = Literal["agent", "user"]
+TextSource = Literal["reference", "own"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolListing:
+    """One side's tools in the order clients see them, and where their texts came from."""
+
+    tools: tuple[ToolSpec, ...]
+    source: TextSource
+
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        return {spec.name: spec.input_schema for spec in self.tools}
+
+
+def reference_tools_file(data_dir: Path, domain: str) -> Path:
+    return data_dir / "tau2" / "reference_texts" / "tools" / f"{domain}.json"
+
+
+def _own_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
+    toolkit = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
+    return dict(toolkit.specs) if toolkit is not None else {}
+
+
+def _reference_entries(path: Path, side: Side) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, parameters) of each tool the reference lists for `side`, in order."""
+    raw = datafiles.load_structured(path)
+    entries = raw.get(side) if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise DataError(f"data file {path} has no '{side}' list of tool schemas")
+    out = []
+    for index, entry in enumerate(entries):
+        function = entry.get("function") if isinstance(entry, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        params = function.get("parameters", {}) if isinstance(function, dict) else None
+        if not isinstance(name, str) or not isinstance(params, dict):
+            raise DataError(f"tool #{index} of '{side}' in {path} is not an OpenAI function schema")
+        out.append((name, function.get("description") or "", params))
+    return out
+
+
+def _merge(
+    own: dict[str, ToolSpec], reference: list[tuple[str, str, dict[str, Any]]], where: str
+) -> tuple[ToolSpec, ...]:
+    """The reference's tools, in its order, with its texts; a tool only we have keeps our texts
+    and goes last; a tool only the reference has is left out (nothing could run it)."""
+    listed: list[ToolSpec] = []
+    for name, description, params in reference:
+        spec = own.get(name)
+        if spec is None:
+            log.warning("%s lists tool '%s', which this engine does not have", where, name)
+            continue
+        listed.append(dataclasses.replace(spec, description=description, input_schema=params))
+    named = {name for name, _, _ in reference}
+    extra = [spec for name, spec in own.items() if name not in named]
+    if extra:
+        log.warning(
+            "%s does not describe %s; listing our own descriptions for them",
+            where,
+            ", ".join(spec.name for spec in extra),
+        )
+    return (*listed, *extra)
+
+
+@lru_cache(maxsize=64)
+def tool_listing(domain: Domain, side: Side) -> ToolListing:
+    """The tools of one side of a domain as every endpoint lists them (cached per domain)."""
+    own = _own_specs(domain, side)
+    path = reference_tools_file(domain.data_dir, domain.name)
+    if not path.is_file():
+        return ToolListing(tuple(own.values()), "own")
+    reference = _reference_entries(path, side)
+    return ToolListing(_merge(own, reference, f"{path} ({side})"), "reference")
+
+
+@lru_cache(maxsize=64)
+def reference_stop_tool(domain: Domain) -> tuple[str, str, dict[str, Any]] | None:
+    """(name, description, parameters) of the tool a solo agent calls to finish, as the
+    reference declares it; None without reference texts or solo mode for this domain."""
+    path = reference_tools_file(domain.data_dir, domain.name)
+    if not path.is_file():
+        return None
+    raw = datafiles.load_structured(path)
+    solo = raw.get("solo") if isinstance(raw, dict) else None
+    done = solo.get("done_tool") if isinstance(solo, dict) else None
+    function = done.get("function") if isinstance(done, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        return None
+    return function["name"], function.get("description") or "", function.get("parameters", {})
