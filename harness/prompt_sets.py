@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from conversation.llm import DEFAULT_LLM
+from conversation.reference_prompts import user_tool_filter
 from conversation.reference_texts import ReferenceTexts, reference_texts
+from conversation.tools import ToolInfo
+from servers.engine.tasks import Task
 
 if TYPE_CHECKING:
     from harness.runner import RunConfig
@@ -73,6 +76,28 @@ def prompt_set_info(texts: ReferenceTexts | None) -> dict[str, Any]:
     if texts is None:
         return {"name": OWN_SET}
     return {"name": REFERENCE_SET, "source": texts.version, "folder": str(texts.folder)}
+
+
+def first_agent_message(texts: ReferenceTexts | None, own: str) -> str:
+    """The agent's opening line (the texts' when present)."""
+    first = (texts.prompts.get("first_agent_message") or {}) if texts is not None else {}
+    return first.get("content") or own
+
+
+def user_tools_for(
+    task: Task, tools: list[ToolInfo], texts: ReferenceTexts | None
+) -> list[ToolInfo]:
+    """The user tools offered to the user model. With reference texts, as the reference does:
+    only the task's `user_tools` when it lists them, none when it names a tool the domain
+    lacks, all otherwise."""
+    if texts is None:
+        return tools
+    allowed = user_tool_filter(task)
+    if allowed is None:
+        return tools
+    if set(allowed) - {t.name for t in tools}:
+        return []
+    return [t for t in tools if t.name in allowed]
 
 
 def help_defaults() -> LLMDefaults:

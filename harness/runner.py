@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from conversation.messages import dump_message, now
-from conversation.reference_prompts import compose_policy, user_guidelines_path, user_tool_filter
+from conversation.reference_prompts import compose_policy, user_guidelines_path
 from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
@@ -27,7 +27,12 @@ from harness.orchestrator import (
     Orchestrator,
     history_messages,
 )
-from harness.prompt_sets import prompt_set_info, with_llm_defaults
+from harness.prompt_sets import (
+    first_agent_message,
+    prompt_set_info,
+    user_tools_for,
+    with_llm_defaults,
+)
 from harness.results import ResultsFile, load_results
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
@@ -222,7 +227,7 @@ class Runner:
             user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
             agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
             user = self._make_user(
-                task, [] if self.solo else self._tools_of_user(task, user_tools), seed
+                task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
             )
             orchestrator = Orchestrator(
                 agent,
@@ -234,7 +239,7 @@ class Runner:
                 user_tool_names={t.name for t in user_tools},
                 agent_tool_names={t.name for t in agent_tools},
                 enforce_protocol=self.config.enforce_protocol,
-                greeting=self._greeting(),
+                greeting=first_agent_message(self.texts, GREETING),
             )
             conversation = await orchestrator.run(history_messages(task))
             reward_info = await self.grader.grade(
@@ -251,22 +256,6 @@ class Runner:
             await self.backend.delete_episode(ref)
         except Exception:  # noqa: BLE001 - the server evicts old episodes anyway
             pass
-
-    def _greeting(self) -> str:
-        first = (self.texts.prompts.get("first_agent_message") or {}) if self.texts else {}
-        return first.get("content") or GREETING
-
-    def _tools_of_user(self, task: Task, tools: list[ToolInfo]) -> list[ToolInfo]:
-        """With reference texts, the user model is offered the task's `user_tools` only (all
-        when unset; none when it names a tool the domain lacks), as the reference does."""
-        if self.texts is None:
-            return tools
-        allowed = user_tool_filter(task)
-        if allowed is None:
-            return tools
-        if set(allowed) - {t.name for t in tools}:
-            return []
-        return [t for t in tools if t.name in allowed]
 
     def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int) -> Agent:
         context = AgentContext(

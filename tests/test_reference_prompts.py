@@ -153,3 +153,17 @@ def test_reference_defaults_come_from_the_texts():
     assert settled.agent_llm == TEXTS.defaults["agent_llm"]
     assert settled.agent_llm_args == TEXTS.defaults["agent_llm_args"]
     assert settled.user_llm_args == TEXTS.defaults["user_llm_args"]
+
+
+def test_user_tools_narrowed_by_the_task_only_with_reference_texts():
+    from conversation.tools import ToolInfo
+    from harness.prompt_sets import user_tools_for
+    from servers.engine.tasks import Task
+
+    tools = [ToolInfo("a", ""), ToolInfo("b", ""), ToolInfo("c", "")]
+    texts = object()  # any texts: the rule does not read them
+    narrowed = Task(id="t", user_tools=["c", "a"])
+    assert [t.name for t in user_tools_for(narrowed, tools, texts)] == ["a", "c"]
+    assert user_tools_for(Task(id="t", user_tools=["a", "zz"]), tools, texts) == []
+    assert user_tools_for(Task(id="t"), tools, texts) == tools
+    assert user_tools_for(narrowed, tools, None) == tools
