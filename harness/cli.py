@@ -21,6 +21,7 @@ from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, judge_use, models_called, needs_judge
+from harness.prompt_sets import help_defaults
 from harness.report import (
     print_conversation,
     print_grade,
@@ -56,6 +57,16 @@ from harness.integrations.export_cli import export_app  # noqa: E402
 app.add_typer(export_app, name="export")
 
 NO_JUDGE = {"none", "off", "no", ""}
+_DEFAULTS = help_defaults()
+_FROM = (
+    "from the data folder's reference texts"
+    if _DEFAULTS.source != "tau-mcp"
+    else "tau-mcp's own; reference texts in the data folder set the reference's"
+)
+JUDGE_HELP = (
+    "Model judging NL assertions; 'none' skips them (default: the reference texts' judge "
+    f"model, else {DEFAULT_LLM})."
+)
 
 
 def _print_version(value: bool) -> None:
@@ -95,10 +106,16 @@ def _json_arg(name: str, raw: str | None) -> dict[str, Any]:
     return value
 
 
+def _llm_args(name: str, raw: str | None) -> dict[str, Any] | None:
+    """None when not given (the defaults apply); given arguments replace the defaults."""
+    return None if raw is None else _json_arg(name, raw)
+
+
 def _judge(model: str | None, raw_args: str | None) -> Judge | None:
-    if model is None or model.strip().lower() in NO_JUDGE:
+    """None when judging is switched off; model None is the default judge model."""
+    if model is not None and model.strip().lower() in NO_JUDGE:
         return None
-    return Judge(model, {"temperature": 0.0, **_json_arg("--judge-llm-args", raw_args)})
+    return Judge(model, _json_arg("--judge-llm-args", raw_args))
 
 
 def _load_domain(name: str, data_dir: Path | None):
@@ -127,17 +144,31 @@ def _split_ids(values: list[str] | None) -> list[str] | None:
 def run(
     ctx: typer.Context,
     domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
-    agent: str = typer.Option("llm", help="llm, solo, oracle, or a plug-in class as module:Class."),
-    agent_llm: str = typer.Option(None, "--agent-llm", help="litellm model name for the agent."),
+    agent: str = typer.Option(
+        "llm", help="llm, solo, gt, oracle, or a plug-in class as module:Class."
+    ),
+    agent_llm: str = typer.Option(
+        None,
+        "--agent-llm",
+        help=f"litellm model name for the agent (default: {_DEFAULTS.agent_llm}, {_FROM}).",
+    ),
     agent_llm_args: str = typer.Option(
-        None, "--agent-llm-args", help="JSON, e.g. '{\"temperature\": 0}'."
+        None,
+        "--agent-llm-args",
+        help="JSON object; replaces (does not merge into) the default "
+        f"{json.dumps(_DEFAULTS.agent_llm_args)}, {_FROM}.",
     ),
     user: str = typer.Option("llm", help="llm, scripted or dummy (solo runs)."),
     user_llm: str = typer.Option(
-        None, "--user-llm", help="litellm model name for the user simulator."
+        None,
+        "--user-llm",
+        help=f"litellm model for the user simulator (default: {_DEFAULTS.user_llm}, {_FROM}).",
     ),
     user_llm_args: str = typer.Option(
-        None, "--user-llm-args", help="JSON arguments for the user's model."
+        None,
+        "--user-llm-args",
+        help="JSON object; replaces (does not merge into) the default "
+        f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
     task_ids: list[str] = typer.Option(
@@ -152,11 +183,9 @@ def run(
     max_retries: int = typer.Option(
         3, "--max-retries", min=0, help="Retries of infrastructure failures."
     ),
-    judge_llm: str = typer.Option(
-        DEFAULT_LLM, "--judge-llm", help="Model judging NL assertions; 'none' skips them."
-    ),
+    judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
     judge_llm_args: str = typer.Option(
-        None, "--judge-llm-args", help="JSON arguments for the judge's model."
+        None, "--judge-llm-args", help="JSON arguments laid over the judge's default ones."
     ),
     enforce_protocol: bool = typer.Option(
         False,
@@ -203,10 +232,10 @@ def run(
         domain=domain,
         agent=agent,
         agent_llm=agent_llm,
-        agent_llm_args=_json_arg("--agent-llm-args", agent_llm_args),
+        agent_llm_args=_llm_args("--agent-llm-args", agent_llm_args),
         user=user,
         user_llm=user_llm,
-        user_llm_args=_json_arg("--user-llm-args", user_llm_args),
+        user_llm_args=_llm_args("--user-llm-args", user_llm_args),
         task_split=task_split,
         task_ids=_split_ids(task_ids),
         num_tasks=num_tasks,
@@ -254,7 +283,8 @@ async def _run(
     try:
         runner = Runner(backend, domain, config)
         tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
-        check_models(models_called(config, tasks))  # so does a missing API key
+        # so does a missing API key (for the models as resolved: defaults filled in)
+        check_models(models_called(runner.config, tasks, runner.grader.judge))
         if ray_address is not None:
             from harness.distributed.ray_pool import RayPool
 
@@ -324,9 +354,7 @@ def evaluate(
     ),
     save_to: Path = typer.Option(..., "--save-to", help="Where to write the re-graded results."),
     data_dir: Path = typer.Option(None, "--data-dir"),
-    judge_llm: str = typer.Option(
-        DEFAULT_LLM, "--judge-llm", help="Model judging NL assertions; 'none' skips them."
-    ),
+    judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
     judge_llm_args: str = typer.Option(None, "--judge-llm-args"),
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
@@ -335,6 +363,7 @@ def evaluate(
     max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
+    from conversation.reference_texts import reference_texts
     from harness.evaluate import check_domain, tasks_of
     from harness.evaluate_output import refuse_unfinished_run, write_regraded
 
@@ -344,7 +373,7 @@ def evaluate(
         check_domain(document, domain, input)
         loaded = _load_domain(domain, data_dir)
         if judge is not None and needs_judge(tasks_of(loaded, document)):
-            check_models([judge_use(judge)])
+            check_models([judge_use(judge.for_texts(reference_texts(loaded.data_dir)))])
         with results_lock(save_to):  # no run may write there meanwhile
             refuse_unfinished_run(save_to)
             graded = asyncio.run(

@@ -102,8 +102,10 @@ class Orchestrator:
         user_tool_names: set[str] | None = None,
         agent_tool_names: set[str] | None = None,
         enforce_protocol: bool = False,
+        greeting: str = GREETING,
     ) -> None:
         self.agent, self.user = agent, user
+        self.greeting = greeting
         self.enforce_protocol = enforce_protocol
         self.agent_tools, self.user_tools = agent_tools, user_tools
         self.limits = limits or Limits()
@@ -126,7 +128,7 @@ class Orchestrator:
             return
         self.user.start([])
         if not self.solo:
-            greeting = ChatMessage(role="assistant", content=GREETING, cost=0.0)
+            greeting = ChatMessage(role="assistant", content=self.greeting, cost=0.0)
             self.agent.start([greeting])
             self.trajectory = [greeting]
             self._route(Role.AGENT, greeting)

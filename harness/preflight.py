@@ -17,7 +17,7 @@ from typing import Any
 
 from servers.engine.tasks import Task
 
-AGENTS_WITH_MODEL = {"llm", "solo"}
+AGENTS_WITH_MODEL = {"llm", "solo", "gt"}
 USERS_WITH_MODEL = {"llm"}
 
 
@@ -42,23 +42,29 @@ def needs_judge(tasks: Iterable[Task]) -> bool:
     return False
 
 
-def models_called(config: Any, tasks: list[Task]) -> list[ModelUse]:
-    """The models a run with this RunConfig will call (plug-in agents are left to themselves)."""
+def models_called(config: Any, tasks: list[Task], judge: Any = None) -> list[ModelUse]:
+    """The models a run with this RunConfig will call (plug-in agents are left to themselves).
+    `judge`, when given, is the grader's judge with its model settled."""
     uses = []
     if config.agent in AGENTS_WITH_MODEL and config.agent_llm:
         uses.append(ModelUse("agent", config.agent_llm, dict(config.agent_llm_args or {})))
     if config.user in USERS_WITH_MODEL and config.user_llm:
         uses.append(ModelUse("user", config.user_llm, dict(config.user_llm_args or {})))
-    if config.judge is not None and needs_judge(tasks):
-        uses.append(judge_use(config.judge))
+    judge = judge if judge is not None else config.judge
+    if judge is not None and needs_judge(tasks):
+        uses.append(judge_use(judge))
     return uses
 
 
 def judge_use(judge: Any) -> ModelUse:
     return ModelUse(
         "NL-assertion judge",
-        judge.model,
-        dict(judge.llm_args or {}),
+        getattr(judge, "resolved_model", None) or judge.model,
+        dict(
+            judge.resolved_llm_args()
+            if hasattr(judge, "resolved_llm_args")
+            else judge.llm_args or {}
+        ),
         "; or pass --judge-llm none to leave NL assertions out of the reward",
     )
 

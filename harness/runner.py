@@ -7,11 +7,13 @@ import random
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from conversation.messages import dump_message, now
+from conversation.reference_prompts import compose_policy, user_guidelines_path
+from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
@@ -20,9 +22,16 @@ from harness.metrics import INFRA
 from harness.orchestrator import (
     DEFAULT_MAX_ERRORS,
     DEFAULT_MAX_STEPS,
+    GREETING,
     Limits,
     Orchestrator,
     history_messages,
+)
+from harness.prompt_sets import (
+    first_agent_message,
+    prompt_set_info,
+    user_tools_for,
+    with_llm_defaults,
 )
 from harness.results import ResultsFile, load_results
 from harness.results_lock import results_lock
@@ -54,10 +63,11 @@ class RunConfig:
     domain: str
     agent: str = "llm"
     agent_llm: str | None = None
-    agent_llm_args: dict[str, Any] = field(default_factory=dict)
+    #: None: the prompt set's defaults; a dict replaces them (see harness.prompt_sets).
+    agent_llm_args: dict[str, Any] | None = None
     user: str = "llm"
     user_llm: str | None = None
-    user_llm_args: dict[str, Any] = field(default_factory=dict)
+    user_llm_args: dict[str, Any] | None = None
     task_split: str | None = "base"
     task_ids: list[str] | None = None
     num_tasks: int | None = None
@@ -109,6 +119,8 @@ def _git_commit() -> str:
 
 class Runner:
     def __init__(self, backend: EpisodeBackend, domain: Domain, config: RunConfig) -> None:
+        self.texts = reference_texts(domain.data_dir)
+        config = with_llm_defaults(config, self.texts)
         self.backend, self.domain, self.config = backend, domain, config
         self.agent_cls: type[Agent] = agent_class(config.agent)
         self.user_cls: type[UserSimulator] = user_class(config.user)
@@ -127,6 +139,8 @@ class Runner:
         self.grader = Grader(backend, domain, config.judge)
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
+        if self.texts is not None:
+            self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
         #: Where simulations run: None runs them here; an executor (e.g. a Ray pool) elsewhere.
         self.executor: SimulationExecutor | None = None
@@ -156,12 +170,16 @@ class Runner:
                 "tool_defs": None,
             },
             "seed": c.seed,
-            "judge_llm": c.judge.model if c.judge else None,
-            "judge_llm_args": c.judge.llm_args if c.judge else None,
+            "judge_llm": self.grader.judge.model if self.grader.judge else None,
+            "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
+            "prompt_set": prompt_set_info(self.texts),
         }
 
     def user_guidelines(self) -> str | None:
+        if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
+            path = user_guidelines_path(self.texts, self.has_user_tools)
+            self._guidelines = self.texts.data_file(path)
         if self._guidelines is None and self.config.user == "llm":
             try:
                 self._guidelines = user_guidelines(self.domain.data_dir, self.has_user_tools)
@@ -229,7 +247,9 @@ class Runner:
             agent_tools = await agent_session.list_tools()
             user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
             agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
-            user = self._make_user(task, [] if self.solo else user_tools, seed)
+            user = self._make_user(
+                task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
+            )
             orchestrator = Orchestrator(
                 agent,
                 user,
@@ -240,6 +260,7 @@ class Runner:
                 user_tool_names={t.name for t in user_tools},
                 agent_tool_names={t.name for t in agent_tools},
                 enforce_protocol=self.config.enforce_protocol,
+                greeting=first_agent_message(self.texts, GREETING),
             )
             conversation = await orchestrator.run(history_messages(task))
             reward_info = await self.grader.grade(
@@ -264,10 +285,11 @@ class Runner:
             policy=self.policy,
             tools=tools,
             llm=self.config.agent_llm,
-            llm_args=dict(self.config.agent_llm_args),
+            llm_args=dict(self.config.agent_llm_args or {}),
             solo=self.solo,
             seed=seed,
             stop_tool=solo_stop_tool(self.domain) if self.solo else None,
+            texts=self.texts,
         )
         try:
             return self.agent_cls(context)
@@ -281,8 +303,9 @@ class Runner:
             guidelines=self.user_guidelines(),
             tools=tools,
             llm=self.config.user_llm,
-            llm_args=dict(self.config.user_llm_args),
+            llm_args=dict(self.config.user_llm_args or {}),
             seed=seed,
+            texts=self.texts,
         )
         try:
             return self.user_cls(context)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conversation.messages import ChatMessage, Message, ToolMessage
+from conversation.reference_texts import ReferenceTexts
 from conversation.tools import ToolInfo
 from servers.engine.tasks import Task
 
@@ -19,6 +20,8 @@ class UserContext:
     llm: str | None = None
     llm_args: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
+    #: The data folder's reference texts; when set, the llm user builds its requests from them.
+    texts: ReferenceTexts | None = None
 
 
 class UserSimulator:

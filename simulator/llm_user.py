@@ -1,8 +1,12 @@
-"""The model-driven user: the data folder's simulation guidelines plus the task's scenario."""
+"""The model-driven user: the data folder's simulation guidelines plus the task's scenario.
+
+With reference texts the guidelines file, persona slot, scenario layout and role flip follow
+the reference's rules (see `conversation.reference_prompts`); without them, our own layout.
+"""
 
 from __future__ import annotations
 
-from conversation import llm
+from conversation import llm, reference_prompts
 from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 from simulator.base import UserContext, UserSimulator
 from simulator.scenario import scenario_text
@@ -31,17 +35,31 @@ class LLMUser(UserSimulator):
         super().__init__(context)
         if not context.llm:
             raise ValueError("the llm user needs a model (--user-llm)")
+        self.texts = context.texts
+        self.tool_schemas = [t.openai_schema() for t in context.tools]
+        if self.texts is not None:
+            # The guidelines file depends on whether this user has tools at all.
+            path = reference_prompts.user_guidelines_path(self.texts, bool(self.tool_schemas))
+            self.system = reference_prompts.user_system_prompt(
+                self.texts,
+                self.texts.data_file(path),
+                reference_prompts.render_scenario(self.texts, context.task.user_scenario),
+            )
+            return
         if not context.guidelines:
             raise ValueError("the llm user needs the data folder's user simulator guidelines")
         self.system = user_prompt(context.guidelines, scenario_text(context.task.user_scenario))
-        self.tool_schemas = [t.openai_schema() for t in context.tools]
+
+    def request_messages(self) -> list[dict]:
+        system = {"role": "system", "content": self.system}
+        if self.texts is not None:
+            flipped = (reference_prompts.flip_for_user(m) for m in self.history)
+            return [system, *(m for m in flipped if m is not None)]
+        return [system, *(as_seen_by_user(m) for m in self.history)]
 
     async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
         self.record(incoming)
-        messages = [
-            {"role": "system", "content": self.system},
-            *(as_seen_by_user(m) for m in self.history),
-        ]
+        messages = self.request_messages()
         args = dict(self.context.llm_args)
         if self.context.seed is not None:
             args["seed"] = self.context.seed  # the trial's seed wins, as for the agent

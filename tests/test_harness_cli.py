@@ -151,7 +151,7 @@ def test_errors_are_one_sentence(tmp_path):
             "--agent",
             "llm",
             "--user",
-            "scripted",
+            "dummy",
             "--data-dir",
             str(DATA_DIR),
         ],

@@ -302,8 +302,9 @@ def test_bad_run_configurations_fail_with_one_sentence(mock):
     domain, backend = mock
     from harness.runner import ConfigError
 
-    with pytest.raises(ConfigError, match="needs a model"):
-        Runner(backend, domain, RunConfig(domain="mock", agent="llm", user="scripted"))
+    # A model-driven agent without --agent-llm gets the default model.
+    runner = Runner(backend, domain, RunConfig(domain="mock", agent="llm", user="scripted"))
+    assert runner.config.agent_llm
     with pytest.raises(ConfigError, match="dummy user only works"):
         Runner(backend, domain, RunConfig(domain="mock", agent="llm", agent_llm="m", user="dummy"))
     with pytest.raises(ValueError, match="unknown agent"):

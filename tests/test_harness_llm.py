@@ -105,8 +105,10 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
     fake.script(
         JUDGE,
         text(
-            '{"verdicts": [{"statement": "The task is created successfully", "met": true, "reason": "created"},'
-            ' {"statement": "The user is complimented", "met": false, "reason": "no compliment"}]}'
+            '{"results": [{"expectedOutcome": "The task is created successfully",'
+            ' "reasoning": "created", "metExpectation": true},'
+            ' {"expectedOutcome": "The user is complimented", "reasoning": "no compliment",'
+            ' "metExpectation": false}]}'
         ),
     )
     domain = load("mock")
@@ -132,8 +134,13 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
     # No gold actions or env assertions: the DB part passes without a breakdown entry.
     assert info["db_check"] == {"db_match": True, "db_reward": 1.0}
     assert info["reward_breakdown"] == {"NL_ASSERTION": 0.0} and info["reward"] == 0.0
-    prompt = fake.requests[JUDGE][0]["messages"][1]["content"]
-    assert "agent: Created task_2 for you" in prompt and "2. The user is complimented" in prompt
+    # The data folder has reference texts, so the judge is asked the reference's way: the
+    # whole trajectory by role, the outcomes as a list, at the default temperature.
+    request = fake.requests[JUDGE][0]
+    prompt = request["messages"][1]["content"]
+    assert "assistant: Created task_2 for you" in prompt and "tool: {" in prompt
+    assert repr(task.evaluation_criteria.nl_assertions) in prompt
+    assert request["temperature"] == 0.0 and "seed" not in request
 
 
 async def test_a_model_failure_is_an_infrastructure_error(fake: FakeLLMServer):

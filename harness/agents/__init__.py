@@ -7,10 +7,16 @@ import os
 import sys
 
 from harness.agents.base import Agent, AgentContext
+from harness.agents.gt_agent import GTAgent
 from harness.agents.llm_agent import LLMAgent, SoloAgent
 from harness.agents.oracle import OracleAgent
 
-BUILTIN_AGENTS: dict[str, type[Agent]] = {"llm": LLMAgent, "solo": SoloAgent, "oracle": OracleAgent}
+BUILTIN_AGENTS: dict[str, type[Agent]] = {
+    "llm": LLMAgent,
+    "solo": SoloAgent,
+    "gt": GTAgent,
+    "oracle": OracleAgent,
+}
 
 
 def agent_class(name: str) -> type[Agent]:
@@ -34,4 +40,12 @@ def agent_class(name: str) -> type[Agent]:
     return cls
 
 
-__all__ = ["Agent", "AgentContext", "agent_class", "LLMAgent", "SoloAgent", "OracleAgent"]
+__all__ = [
+    "Agent",
+    "AgentContext",
+    "agent_class",
+    "LLMAgent",
+    "SoloAgent",
+    "GTAgent",
+    "OracleAgent",
+]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conversation.messages import ChatMessage, Message, ToolMessage
+from conversation.reference_texts import ReferenceTexts
 from harness.backends import ToolInfo
 from servers.engine.tasks import Task
 
@@ -29,6 +30,9 @@ class AgentContext:
     seed: int | None = None
     # The solo agent's finishing tool as the reference declares it (None: our own wording).
     stop_tool: ToolInfo | None = None
+    #: The data folder's reference texts; when set, model-driven agents build their requests
+    #: from them (the reference's prompts), else from our own prompts.
+    texts: ReferenceTexts | None = None
 
 
 Incoming = ChatMessage | list[ToolMessage] | None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversation import llm
+from conversation import llm, reference_prompts
 from conversation.messages import STOP, ChatMessage
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.backends import ToolInfo
@@ -38,14 +38,29 @@ class LLMAgent(Agent):
         super().__init__(context)
         if not context.llm:
             raise ValueError("the llm agent needs a model (--agent-llm)")
-        self.system = conversation_prompt(context.policy)
+        self.texts = context.texts
+        self.system = self.system_prompt()
         self.tool_schemas = [t.openai_schema() for t in context.tools]
+
+    def system_prompt(self) -> str:
+        if self.texts is not None:
+            return reference_prompts.agent_system_prompt(self.texts, self.context.policy)
+        return conversation_prompt(self.context.policy)
+
+    def request_messages(self) -> list:
+        """The system prompt and the agent's history, in the prompt set's wire layout."""
+        messages = [{"role": "system", "content": self.system}, *self.history]
+        if self.texts is not None:
+            return [reference_prompts.wire_message(m) for m in messages]
+        return messages
 
     async def respond(self, incoming: Incoming) -> ChatMessage:
         self.record(incoming)
-        messages = [{"role": "system", "content": self.system}, *self.history]
         reply = await llm.generate(
-            self.context.llm, messages, tools=self.tool_schemas or None, **self._llm_args()
+            self.context.llm,
+            self.request_messages(),
+            tools=self.tool_schemas or None,
+            **self._llm_args(),
         )
         self.history.append(reply)
         return reply
@@ -65,32 +80,45 @@ class SoloAgent(LLMAgent):
     solo = True
 
     def __init__(self, context: AgentContext) -> None:
-        super().__init__(context)
-        ticket = context.task.ticket
-        if not ticket:
+        if not context.task.ticket and context.task.initial_state is None:
             raise ValueError(f"task '{context.task.id}' has no ticket, so it cannot run solo")
-        self.system = solo_prompt(context.policy, ticket)
-        done = context.stop_tool or ToolInfo(
-            DONE_TOOL,
-            "Call this once the ticket is fully handled.",
-            {"type": "object", "properties": {}},
-        )
-        self.tool_schemas = [*self.tool_schemas, done.openai_schema()]
+        super().__init__(context)
+        rules = self.texts.section("solo_agent") if self.texts is not None else {}
+        self.done_name = rules.get("stop_function_name", DONE_TOOL)
+        self.stop_token = rules.get("stop_token", STOP)
+        self.tool_choice = rules.get("tool_choice", "required")
+        done = context.stop_tool.openai_schema() if context.stop_tool is not None else None
+        if done is None and self.texts is not None:
+            done = reference_prompts.solo_done_tool(self.texts, context.domain)
+        if done is None:
+            done = ToolInfo(
+                self.done_name,
+                "Call this once the ticket is fully handled.",
+                {"type": "object", "properties": {}},
+            ).openai_schema()
+        self.tool_schemas = [*self.tool_schemas, done]
+
+    def system_prompt(self) -> str:
+        if self.texts is not None:
+            return reference_prompts.solo_system_prompt(
+                self.texts, self.context.policy, self.context.task
+            )
+        return solo_prompt(self.context.policy, self.context.task.ticket or "")
 
     async def respond(self, incoming: Incoming) -> ChatMessage:
         self.record(incoming)
-        messages = [{"role": "system", "content": self.system}, *self.history]
         reply = await llm.generate(
             self.context.llm,
-            messages,
+            self.request_messages(),
             tools=self.tool_schemas,
-            tool_choice="required",
+            tool_choice=self.tool_choice,
             **self._llm_args(),
         )
+        if reply.tool_calls and any(tc.name == self.done_name for tc in reply.tool_calls):
+            # The stop call becomes the stop token in the agent's own history too.
+            reply = reply.model_copy(update={"content": self.stop_token, "tool_calls": None})
         self.history.append(reply)
-        if reply.tool_calls and any(tc.name == DONE_TOOL for tc in reply.tool_calls):
-            reply = reply.model_copy(update={"content": STOP, "tool_calls": None})
         return reply
 
     def is_stop(self, message: ChatMessage) -> bool:
-        return message.content is not None and STOP in message.content
+        return message.content is not None and self.stop_token in message.content

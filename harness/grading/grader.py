@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from conversation.messages import Message
+from conversation.reference_texts import reference_texts
 from harness.backends import EpisodeBackend, EpisodeRef
 from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
 from harness.grading.judge import Judge
@@ -46,6 +47,8 @@ class Grader:
     def __init__(self, backend: EpisodeBackend, domain: Domain, judge: Judge | None = None) -> None:
         self.backend = backend
         self.domain = domain
+        if isinstance(judge, Judge):  # our judge speaks as the data folder's prompt set says
+            judge = judge.for_texts(reference_texts(domain.data_dir))
         self.judge = judge
         self._gold: dict[str, asyncio.Future] = {}
         spec = domain.spec
