@@ -20,7 +20,7 @@ from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.report import print_conversation, print_summary, simulations_table
 from harness.results import ResultsError, atomic_write, load_results
-from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, Runner, select_tasks
+from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, select_tasks
 from servers.engine.errors import EngineError
 
 app = typer.Typer(
@@ -34,6 +34,10 @@ try:  # the data commands live in their own module; the harness works without th
     app.add_typer(data_app, name="data")
 except ImportError:  # pragma: no cover - only while the module is missing
     pass
+
+from harness.serve.cli import serve as _serve  # noqa: E402 - outside agents (harness/serve)
+
+app.command("serve")(_serve)
 
 NO_JUDGE = {"none", "off", "no", ""}
 
@@ -87,7 +91,15 @@ def _split_ids(values: list[str] | None) -> list[str] | None:
 def run(
     ctx: typer.Context,
     domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
-    agent: str = typer.Option("llm", help="llm, solo, oracle, or a plug-in class as module:Class."),
+    agent: str = typer.Option(
+        "llm", help="llm, solo, oracle, cmd (--agent-cmd), or a plug-in class as module:Class."
+    ),
+    agent_cmd: str = typer.Option(
+        None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
+    ),
+    timeout: float = typer.Option(
+        None, "--timeout", help="With --agent cmd: seconds a program may take per simulation."
+    ),
     agent_llm: str = typer.Option(None, "--agent-llm", help="litellm model name for the agent."),
     agent_llm_args: str = typer.Option(
         None, "--agent-llm-args", help="JSON, e.g. '{\"temperature\": 0}'."
@@ -171,7 +183,7 @@ def run(
     )
     try:
         loaded = _load_domain(domain, data_dir)
-        asyncio.run(_run(config, loaded, server, server_token))
+        asyncio.run(_run(config, loaded, server, server_token, agent_cmd, timeout))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
 
@@ -183,10 +195,19 @@ def _default_results_path(domain: str, agent: str, user: str) -> Path:
     return Path("results") / f"{name}.json"
 
 
-async def _run(config: RunConfig, domain, server: str | None, token: str | None) -> None:
+async def _run(
+    config: RunConfig,
+    domain,
+    server: str | None,
+    token: str | None,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
+) -> None:
+    from harness.serve.command import make_runner
+
     backend = await _backend(domain, server, token)
     try:
-        runner = Runner(backend, domain, config)
+        runner = make_runner(backend, domain, config, agent_cmd, timeout)
         select_tasks(domain, config)  # bad task ids fail here, before any output
         passed = finished = 0
         with Progress(

@@ -99,7 +99,7 @@ def _git_commit() -> str:
 class Runner:
     def __init__(self, backend: EpisodeBackend, domain: Domain, config: RunConfig) -> None:
         self.backend, self.domain, self.config = backend, domain, config
-        self.agent_cls: type[Agent] = agent_class(config.agent)
+        self.agent_cls: type[Agent] = self._agent_class(config.agent)
         self.user_cls: type[UserSimulator] = user_class(config.user)
         self.solo = self.agent_cls.solo or config.user == "dummy"
         if self.solo and config.user != "dummy":
@@ -117,6 +117,10 @@ class Runner:
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
         self._guidelines: str | None = None
+
+    def _agent_class(self, name: str) -> type[Agent]:
+        """The class behind `--agent` (the MCP-hosting runners of `harness.serve` differ)."""
+        return agent_class(name)
 
     # --- results header ---------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
@@ -175,6 +179,12 @@ class Runner:
                 raise
             except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
                 last_error = f"{type(exc).__name__}: {exc}"
+        return self.failure_record(task, trial, seed, last_error, self.config.max_retries + 1)
+
+    def failure_record(
+        self, task: Task, trial: int, seed: int, error: str, attempts: int
+    ) -> dict[str, Any]:
+        """The record of a simulation that infrastructure failures kept from finishing."""
         stamp = now()
         return {
             "id": str(uuid.uuid4()),
@@ -191,34 +201,14 @@ class Runner:
             "trial": trial,
             "seed": seed,
             "mode": "half_duplex",
-            "info": {"error": last_error, "attempts": self.config.max_retries + 1},
+            "info": {"error": error, "attempts": attempts},
         }
 
     async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         ref = await self.backend.create_episode(self.domain.name, task.id)
-        sessions = []
+        sessions: list = []
         try:
-            agent_session = await self.backend.open_session(ref, "agent")
-            sessions.append(agent_session)
-            user_session = None
-            if self.has_user_tools:
-                user_session = await self.backend.open_session(ref, "user")
-                sessions.append(user_session)
-            agent_tools = await agent_session.list_tools()
-            user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
-            agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
-            user = self._make_user(task, [] if self.solo else user_tools, seed)
-            orchestrator = Orchestrator(
-                agent,
-                user,
-                agent_session,
-                user_session,
-                limits=Limits(self.config.max_steps, self.config.max_errors),
-                solo=self.solo,
-                user_tool_names={t.name for t in user_tools},
-                agent_tool_names={t.name for t in agent_tools},
-                enforce_protocol=self.config.enforce_protocol,
-            )
+            orchestrator = await self._orchestrator(task, seed, ref, sessions)
             conversation = await orchestrator.run(history_messages(task))
             reward_info = await self.grader.grade(
                 task, conversation.messages, conversation.termination.value, ref
@@ -228,6 +218,33 @@ class Runner:
                 await session.close()
             await self._forget(ref)
         return self._record(task, trial, seed, conversation, reward_info, ref)
+
+    async def _orchestrator(
+        self, task: Task, seed: int, ref: EpisodeRef, sessions: list
+    ) -> Orchestrator:
+        """The episode's tool sessions (appended to `sessions` for closing), the agent, the
+        user and the orchestrator that will run them."""
+        agent_session = await self.backend.open_session(ref, "agent")
+        sessions.append(agent_session)
+        user_session = None
+        if self.has_user_tools:
+            user_session = await self.backend.open_session(ref, "user")
+            sessions.append(user_session)
+        agent_tools = await agent_session.list_tools()
+        user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
+        agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
+        user = self._make_user(task, [] if self.solo else user_tools, seed)
+        return Orchestrator(
+            agent,
+            user,
+            agent_session,
+            user_session,
+            limits=Limits(self.config.max_steps, self.config.max_errors),
+            solo=self.solo,
+            user_tool_names={t.name for t in user_tools},
+            agent_tool_names={t.name for t in agent_tools},
+            enforce_protocol=self.config.enforce_protocol,
+        )
 
     async def _forget(self, ref: EpisodeRef) -> None:
         try:
