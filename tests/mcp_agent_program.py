@@ -66,7 +66,9 @@ async def play(call: Call, task, skip_actions: bool = False) -> list[tuple[str, 
                 await do(action.name, dict(action.arguments))
             continue
         if queue:
-            steps = [describe(a) for a in itertools.takewhile(lambda a: a.requestor == "user", queue)]
+            steps = [
+                describe(a) for a in itertools.takewhile(lambda a: a.requestor == "user", queue)
+            ]
             over = await say(
                 "Please do the following on your side, then tell me when done: " + "; ".join(steps)
             )

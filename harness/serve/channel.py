@@ -95,7 +95,9 @@ class MoveChannel:
         elif answer.text:
             # The task's history ends on the user or on results: the agent's first answer
             # carries them.
-            self.preamble = f"{self.preamble}\n\n{answer.text}" if self.preamble else answer.text
+            label = "[tool result]" if isinstance(incoming, list) else "[customer]"
+            line = f"{label} {answer.text}"
+            self.preamble = f"{self.preamble}\n{line}" if self.preamble else line
 
 
 def _settle(move: Move, answer: Answer) -> None:
