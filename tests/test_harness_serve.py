@@ -294,3 +294,28 @@ def test_serve_config_plays_once():
     from harness.serve.host import serve_config
 
     assert serve_config(replace(RunConfig(domain="mock"), max_retries=5)).max_retries == 0
+
+
+async def test_unknown_tools_fail_like_the_episode_endpoint_and_limits_end_the_run():
+    async with served("mock", judge=None, max_steps=4) as (base, http, hub, domain):
+        created = await _create(http, "create_task_1")
+        async with SdkClient(
+            base + created["mcp"], mode="legacy"
+        ) as client:  # initialize handshake
+            result = await client.call_tool("no_such_tool", {})
+            assert (
+                result.is_error
+                and result.content[0].text == "Error: Tool 'no_such_tool' not found."
+            )
+            texts = []
+            for _ in range(3):
+                result = await client.call_tool("get_users", {})
+                texts.append((result.content[0].text, result.is_error))
+        sim = (await http.get(f"/simulations/{created['simulation_id']}")).json()
+    assert sim["termination_reason"] == "max_steps"
+    ending = [t for t in texts if "step limit" in t[0]]
+    assert len(ending) == 1 and ending[0][1]  # the call in flight at the limit says so
+    assert texts[-1][1]  # and later calls are refused
+    assert sim["reward_info"]["reward"] == 0.0
+    failed = [m for m in sim["messages"] if m["role"] == "tool" and m["error"]]
+    assert failed[0]["content"] == "Error: Tool 'no_such_tool' not found."

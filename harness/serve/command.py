@@ -126,6 +126,7 @@ class CommandRunner(ServeRunner):
             tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", "replace")
         record = simulation.record
         assert record is not None
+        self.hub.simulations.pop(simulation.id, None)  # the run keeps the record from here
         exit_code = outcome["exit_code"]
         if record.get("termination_reason") == "infrastructure_error":
             raise InfrastructureError(str((record.get("info") or {}).get("error")))
