@@ -319,3 +319,50 @@ async def test_unknown_tools_fail_like_the_episode_endpoint_and_limits_end_the_r
     assert sim["reward_info"]["reward"] == 0.0
     failed = [m for m in sim["messages"] if m["role"] == "tool" and m["error"]]
     assert failed[0]["content"] == "Error: Tool 'no_such_tool' not found."
+
+
+def test_the_serve_command_end_to_end(tmp_path):
+    """`tau-harness serve` as a process: token, a simulation ended by hand, saved on Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from tests.conformance import DATA_DIR
+    from tests.server_support import free_port
+
+    port, out = free_port(), tmp_path / "served.json"
+    command = [sys.executable, "-c", "from harness.cli import app; app()", "serve"]
+    command += ["--domain", "mock", "--user", "scripted", "--judge-llm", "none"]
+    command += ["--port", str(port), "--token", "tok", "--save-to", str(out)]
+    command += ["--data-dir", str(DATA_DIR)]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, env=os.environ.copy())
+    base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            try:
+                if httpx.get(base + "/health", headers=headers, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
+        assert httpx.get(base + "/health").status_code == 401
+        created = httpx.post(
+            base + "/simulations", json={"task_id": "create_task_1"}, headers=headers
+        ).json()
+        ended = httpx.post(
+            f"{base}/simulations/{created['simulation_id']}/end", headers=headers, timeout=30
+        ).json()
+        assert ended["termination_reason"] == "agent_stop"
+        assert ended["reward_info"]["reward"] == 0.0
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    saved = load_results(out)
+    assert [s["id"] for s in saved["simulations"]] == [created["simulation_id"]]

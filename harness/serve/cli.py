@@ -89,17 +89,20 @@ def serve(
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import make_hub
+        from harness.serve.host import bind_socket, make_hub
 
         loaded = harness_cli._load_domain(domain, data_dir)
-        backend = await harness_cli._backend(loaded, server, server_token)
+        sock = bind_socket(host, port)
+        try:
+            backend = await harness_cli._backend(loaded, server, server_token)
+        except BaseException:
+            sock.close()
+            raise
         try:
             hub = make_hub(backend, loaded, config, save_to)
             app = create_serve_app(hub, token)
             settings = uvicorn.Config(
                 app,
-                host=host,
-                port=port,
                 lifespan="on",
                 log_level=log_level.lower(),
                 access_log=False,
@@ -111,8 +114,9 @@ def serve(
                 err=True,
             )
             try:
-                await uvicorn.Server(settings).serve()
+                await uvicorn.Server(settings).serve(sockets=[sock])
             finally:
+                sock.close()
                 await hub.close()
                 if save_to is not None:
                     typer.echo(f"results saved to {save_to}", err=True)

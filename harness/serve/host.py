@@ -39,16 +39,26 @@ def make_hub(
     return SimulationHub(ServeRunner(backend, domain, serve_config(config)), save_to)
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening address taken before serving, so a busy port is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 @contextlib.asynccontextmanager
 async def hosted(
     hub: SimulationHub, token: str | None = None, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[str]:
     """Serve the hub's app in this event loop; yields its base URL (`http://host:port`)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound = sock.getsockname()[1]
+    sock = bind_socket(host, port)
+    family, bound = sock.family, sock.getsockname()[1]
     server = _EmbeddedServer(
         uvicorn.Config(
             create_serve_app(hub, token),
