@@ -66,7 +66,7 @@ class MoveChannel:
 
     async def stop(self) -> Answer:
         """End the conversation from the agent's side (the reference's agent stop token)."""
-        return await self.play(ChatMessage(role="assistant", content=STOP, cost=0.0))
+        return await self.play(ChatMessage(role="assistant", content=STOP))
 
     def close(self, final: Answer, refusal: str) -> None:
         """The conversation is over: the move in flight gets `final`, any later one `refusal`."""

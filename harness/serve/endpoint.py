@@ -47,7 +47,7 @@ def _result(answer: Answer) -> ToolResult:
 async def _call(resolve: ChannelResolver, name: str, arguments: dict[str, Any]) -> ToolResult:
     channel = resolve()
     call = ToolCall(id=channel.call_id(), name=name, arguments=dict(arguments))
-    message = ChatMessage(role="assistant", content=None, tool_calls=[call], cost=0.0)
+    message = ChatMessage(role="assistant", content=None, tool_calls=[call])
     return _result(await channel.play(message))
 
 
@@ -73,7 +73,7 @@ class SendMessageTool(Tool):
             if channel.closed:
                 return _result(Answer(channel.refusal or "", True))
             return _result(Answer("Error: 'message' must be a non-empty string.", True))
-        message = ChatMessage(role="assistant", content=text, cost=0.0)
+        message = ChatMessage(role="assistant", content=text)
         return _result(await channel.play(message))
 
 
