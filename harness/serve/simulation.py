@@ -15,7 +15,7 @@ from harness.agents import Agent
 from harness.backends import EpisodeRef
 from harness.metrics import INFRA
 from harness.orchestrator import Orchestrator, Termination
-from harness.results import ResultsFile
+from harness.results import ResultsFile, load_results
 from harness.runner import ConfigError, Runner, trial_seeds
 from harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
 from servers.engine.tasks import Task
@@ -71,7 +71,8 @@ class Simulation:
     def status(self) -> str:
         if self.record is not None:
             return "ended"
-        if self.channel.closed:
+        orchestrator = self.channel.orchestrator
+        if orchestrator is not None and orchestrator.done:
             return "grading"
         return "open" if self.channel.moves == 0 else "running"
 
@@ -186,8 +187,6 @@ class SimulationHub:
             self.results = ResultsFile(save_to, runner.info(), [])
             if Path(save_to).exists():
                 self._saved = runner._resume(self.results, Path(save_to))
-                from harness.results import load_results
-
                 previous = load_results(Path(save_to))
                 self.results.header["tasks"] = list(previous.get("tasks") or [])
             self.results.save()
