@@ -366,3 +366,28 @@ def test_the_serve_command_end_to_end(tmp_path):
         proc.wait(timeout=20)
     saved = load_results(out)
     assert [s["id"] for s in saved["simulations"]] == [created["simulation_id"]]
+
+
+async def test_episodes_on_a_running_tau_server():
+    """`--server URL`: the episodes live on a separate `tau-server` process."""
+    from harness.backends.http import remote_backend
+    from tests.server_support import real_server
+
+    domain = load("mock")
+    config = RunConfig(domain="mock", agent="mcp", user="scripted", judge=None)
+    with real_server("mock", "--token", "srv") as server_url:
+        backend = await remote_backend(server_url, "srv", "mock")
+        try:
+            hub = make_hub(backend, domain, config)
+            async with hosted(hub) as base:
+                async with httpx2.AsyncClient(base_url=base, timeout=60) as http:
+                    created = await _create(http, "create_task_1_with_env_assertions")
+                    async with agent_client("fastmcp", base + created["mcp"]) as (call, *_):
+                        await play(call, domain.task("create_task_1_with_env_assertions"))
+                    sim = (await http.get(f"/simulations/{created['simulation_id']}")).json()
+            await hub.close()
+        finally:
+            await backend.close()
+    assert sim["termination_reason"] == "user_stop"
+    assert sim["reward_info"]["reward"] == 1.0
+    assert sim["info"]["episode_id"]  # created on the tau-server
