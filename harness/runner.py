@@ -118,10 +118,6 @@ class Runner:
         self.policy = domain.policy(solo=self.solo)
         self._guidelines: str | None = None
 
-    def _agent_class(self, name: str) -> type[Agent]:
-        """The class behind `--agent` (the MCP-hosting runners of `harness.serve` differ)."""
-        return agent_class(name)
-
     # --- results header ---------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         c = self.config
@@ -164,6 +160,10 @@ class Runner:
                     raise ConfigError(str(exc)) from None
         return self._guidelines
 
+    def _agent_class(self, name: str) -> type[Agent]:
+        """The class behind `--agent` (the MCP-hosting runners of `harness.serve` differ)."""
+        return agent_class(name)
+
     # --- one simulation ---------------------------------------------------------------------
     async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         """Run, grade and clean up one simulation; retry infrastructure failures."""
@@ -179,16 +179,17 @@ class Runner:
                 raise
             except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
                 last_error = f"{type(exc).__name__}: {exc}"
-        return self.failure_record(task, trial, seed, last_error, self.config.max_retries + 1)
+        return self.infrastructure_record(task.id, trial, seed, last_error)
 
-    def failure_record(
-        self, task: Task, trial: int, seed: int, error: str, attempts: int
+    def infrastructure_record(
+        self, task_id: str, trial: int, seed: int, error: str
     ) -> dict[str, Any]:
-        """The record of a simulation that infrastructure failures kept from finishing."""
+        """The record of a simulation that failed for infrastructure reasons after every retry;
+        it is never scored, and a resumed run tries it again."""
         stamp = now()
         return {
             "id": str(uuid.uuid4()),
-            "task_id": task.id,
+            "task_id": task_id,
             "timestamp": stamp,
             "start_time": stamp,
             "end_time": stamp,
@@ -201,7 +202,7 @@ class Runner:
             "trial": trial,
             "seed": seed,
             "mode": "half_duplex",
-            "info": {"error": error, "attempts": attempts},
+            "info": {"error": error, "attempts": self.config.max_retries + 1},
         }
 
     async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:

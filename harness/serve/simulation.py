@@ -91,7 +91,7 @@ class Simulation:
         self._finish(record, on_finished)
 
     def _failure(self, error: str) -> dict[str, Any]:
-        return self.runner.failure_record(self.task, self.trial, self.seed, error, 1)
+        return self.runner.infrastructure_record(self.task.id, self.trial, self.seed, error)
 
     def _finish(self, record: dict[str, Any], on_finished) -> None:
         record["id"] = self.id
