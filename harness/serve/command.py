@@ -97,6 +97,8 @@ class CommandRunner(ServeRunner):
         self.base_url: str | None = None
 
     async def run(self, on_done=None, on_start=None):
+        if getattr(self, "executor", None) is not None:  # e.g. a Ray pool: programs run here
+            raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
         async with hosted(self.hub, self.token) as base_url:
             self.base_url = base_url
             try:
