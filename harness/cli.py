@@ -37,7 +37,7 @@ from harness.run_outcome import (
     interrupted_message,
     progress_rate,
 )
-from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, Runner, select_tasks
+from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, select_tasks
 from servers.engine.errors import EngineError
 
 app = typer.Typer(
@@ -55,6 +55,10 @@ except ImportError:  # pragma: no cover - only while the module is missing
 from harness.integrations.export_cli import export_app  # noqa: E402
 
 app.add_typer(export_app, name="export")
+
+from harness.serve.cli import serve as _serve  # noqa: E402 - outside agents (harness/serve)
+
+app.command("serve")(_serve)
 
 NO_JUDGE = {"none", "off", "no", ""}
 _DEFAULTS = help_defaults()
@@ -145,7 +149,14 @@ def run(
     ctx: typer.Context,
     domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
     agent: str = typer.Option(
-        "llm", help="llm, solo, gt, oracle, or a plug-in class as module:Class."
+        "llm",
+        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
+    ),
+    agent_cmd: str = typer.Option(
+        None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
+    ),
+    timeout: float = typer.Option(
+        None, "--timeout", help="With --agent cmd: seconds a program may take per simulation."
     ),
     agent_llm: str = typer.Option(
         None,
@@ -252,7 +263,9 @@ def run(
     try:
         limits = parse_provider_limits(provider_limit)
         loaded = _load_domain(domain, data_dir)
-        simulations = asyncio.run(_run(config, loaded, server, server_token, ray, limits))
+        simulations = asyncio.run(
+            _run(config, loaded, server, server_token, ray, limits, agent_cmd, timeout)
+        )
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -277,11 +290,15 @@ async def _run(
     token: str | None,
     ray_address: str | None = None,
     provider_limits: dict[str, int] | None = None,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
 ) -> list[dict[str, Any]]:
+    from harness.serve.command import make_runner
+
     backend = await _backend(domain, server, token)
     pool = None
     try:
-        runner = Runner(backend, domain, config)
+        runner = make_runner(backend, domain, config, agent_cmd, timeout)
         tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
         # so does a missing API key (for the models as resolved: defaults filled in)
         check_models(models_called(runner.config, tasks, runner.grader.judge))

@@ -128,10 +128,15 @@ class Orchestrator:
             return
         self.user.start([])
         if not self.solo:
-            greeting = ChatMessage(role="assistant", content=self.greeting, cost=0.0)
-            self.agent.start([greeting])
-            self.trajectory = [greeting]
-            self._route(Role.AGENT, greeting)
+            # The first agent message, unless the agent opens itself (an outside agent).
+            opening = await self.agent.opening()
+            if opening is None:
+                opening = ChatMessage(role="assistant", content=self.greeting, cost=0.0)
+            self.agent.start([opening])
+            self.trajectory = [opening]
+            self._route(Role.AGENT, opening)
+            if self.agent.is_stop(opening):
+                self._finish(Termination.AGENT_STOP)
             return
         self.agent.start([])
         first = await self.agent.respond(None)

@@ -74,6 +74,8 @@ def _show(value: Any) -> str:
 def _task_difference(old_tasks: Any, new_tasks: list[dict[str, Any]]) -> str | None:
     if not isinstance(old_tasks, list) or not old_tasks:
         return None  # a file without its task list (e.g. a bare list of simulations)
+    if not new_tasks:
+        return None  # no fixed selection: `tau-harness serve` adds tasks as they are played
     old_ids = [str(t.get("id")) for t in old_tasks if isinstance(t, dict)]
     new_ids = [str(t.get("id")) for t in new_tasks]
     if old_ids != new_ids:

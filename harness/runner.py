@@ -122,7 +122,7 @@ class Runner:
         self.texts = reference_texts(domain.data_dir)
         config = with_llm_defaults(config, self.texts)
         self.backend, self.domain, self.config = backend, domain, config
-        self.agent_cls: type[Agent] = agent_class(config.agent)
+        self.agent_cls: type[Agent] = self._agent_class(config.agent)
         self.user_cls: type[UserSimulator] = user_class(config.user)
         self.solo = self.agent_cls.solo or config.user == "dummy"
         if self.solo and config.user != "dummy":
@@ -193,6 +193,10 @@ class Runner:
                     raise ConfigError(str(exc)) from None
         return self._guidelines
 
+    def _agent_class(self, name: str) -> type[Agent]:
+        """The class behind `--agent` (the MCP-hosting runners of `harness.serve` differ)."""
+        return agent_class(name)
+
     # --- one simulation ---------------------------------------------------------------------
     async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         """Run, grade and clean up one simulation; retry infrastructure failures."""
@@ -236,32 +240,9 @@ class Runner:
 
     async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         ref = await self.backend.create_episode(self.domain.name, task.id)
-        sessions = []
+        sessions: list = []
         try:
-            agent_session = await self.backend.open_session(ref, "agent")
-            sessions.append(agent_session)
-            user_session = None
-            if self.has_user_tools:
-                user_session = await self.backend.open_session(ref, "user")
-                sessions.append(user_session)
-            agent_tools = await agent_session.list_tools()
-            user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
-            agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
-            user = self._make_user(
-                task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
-            )
-            orchestrator = Orchestrator(
-                agent,
-                user,
-                agent_session,
-                user_session,
-                limits=Limits(self.config.max_steps, self.config.max_errors),
-                solo=self.solo,
-                user_tool_names={t.name for t in user_tools},
-                agent_tool_names={t.name for t in agent_tools},
-                enforce_protocol=self.config.enforce_protocol,
-                greeting=first_agent_message(self.texts, GREETING),
-            )
+            orchestrator = await self._orchestrator(task, seed, ref, sessions)
             conversation = await orchestrator.run(history_messages(task))
             reward_info = await self.grader.grade(
                 task, conversation.messages, conversation.termination.value, ref
@@ -271,6 +252,36 @@ class Runner:
                 await session.close()
             await self._forget(ref)
         return self._record(task, trial, seed, conversation, reward_info, ref)
+
+    async def _orchestrator(
+        self, task: Task, seed: int, ref: EpisodeRef, sessions: list
+    ) -> Orchestrator:
+        """The episode's tool sessions (appended to `sessions` for closing), the agent, the
+        user and the orchestrator that will run them."""
+        agent_session = await self.backend.open_session(ref, "agent")
+        sessions.append(agent_session)
+        user_session = None
+        if self.has_user_tools:
+            user_session = await self.backend.open_session(ref, "user")
+            sessions.append(user_session)
+        agent_tools = await agent_session.list_tools()
+        user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
+        agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
+        user = self._make_user(
+            task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
+        )
+        return Orchestrator(
+            agent,
+            user,
+            agent_session,
+            user_session,
+            limits=Limits(self.config.max_steps, self.config.max_errors),
+            solo=self.solo,
+            user_tool_names={t.name for t in user_tools},
+            agent_tool_names={t.name for t in agent_tools},
+            enforce_protocol=self.config.enforce_protocol,
+            greeting=first_agent_message(self.texts, GREETING),
+        )
 
     async def _forget(self, ref: EpisodeRef) -> None:
         try:

@@ -56,6 +56,11 @@ class Agent:
         greeting); keeps only what the agent itself could have seen."""
         self.history = [m for m in history if _agent_can_see(m)]
 
+    async def opening(self) -> ChatMessage | None:
+        """The agent's first message of a conversation with no history; None (the default)
+        means the reference's fixed greeting."""
+        return None
+
     async def respond(self, incoming: Incoming) -> ChatMessage:
         raise NotImplementedError
 

@@ -1,0 +1,140 @@
+"""`tau-harness serve`: host graded simulations for outside agents (registered in harness.cli)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import typer
+
+from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from harness.preflight import check_models, models_called
+from harness.results_lock import results_lock
+from harness.runner import DEFAULT_SEED
+
+TOKEN_ENV = "TAU_HARNESS_TOKEN"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+log = logging.getLogger("tau.harness.serve")
+
+
+def serve(
+    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    user: str = typer.Option("llm", help="The simulated customer: llm or scripted."),
+    user_llm: str = typer.Option(
+        None, "--user-llm", help="litellm model name for the user simulator."
+    ),
+    user_llm_args: str = typer.Option(
+        None, "--user-llm-args", help="JSON arguments for the user's model."
+    ),
+    server: str = typer.Option(
+        None, "--server", help="URL of a running tau-server (default: in-process)."
+    ),
+    server_token: str = typer.Option(
+        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token of --server."
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback)."),
+    port: int = typer.Option(8100, "--port", help="TCP port."),
+    token: str = typer.Option(
+        None,
+        "--token",
+        envvar=TOKEN_ENV,
+        help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV}).",
+    ),
+    save_to: Path = typer.Option(
+        None, "--save-to", help="Results file finished simulations are appended to (resumable)."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seeds trials as `run` does."),
+    max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1),
+    max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
+    judge_llm: str = typer.Option(
+        None, "--judge-llm", help="Model judging NL assertions (default as in run; 'none' skips)."
+    ),
+    judge_llm_args: str = typer.Option(
+        None, "--judge-llm-args", help="JSON arguments for the judge's model."
+    ),
+    log_level: str = typer.Option("warning", "--log-level"),
+) -> None:
+    """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
+    import uvicorn
+
+    from conversation.llm import DEFAULT_LLM
+    from harness import cli as harness_cli
+    from harness.backends import InfrastructureError
+    from harness.results import ResultsError
+    from harness.runner import ConfigError, RunConfig
+    from servers.engine.errors import EngineError
+
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
+    if user not in ("llm", "scripted"):
+        harness_cli._fail(f"unknown user '{user}' for serve (use llm or scripted)")
+    config = RunConfig(
+        domain=domain,
+        agent="mcp",
+        user=user,
+        user_llm=user_llm,
+        user_llm_args=harness_cli._json_arg("--user-llm-args", user_llm_args),
+        seed=seed,
+        max_steps=max_steps,
+        max_errors=max_errors,
+        judge=harness_cli._judge(judge_llm or DEFAULT_LLM, judge_llm_args),
+        save_to=save_to,
+    )
+    if host not in LOOPBACK and not token:
+        log.warning("binding %s without a token: anyone who can reach this port can play", host)
+
+    async def main() -> None:
+        from harness.serve.app import create_serve_app
+        from harness.serve.host import bind_socket, make_hub
+
+        loaded = harness_cli._load_domain(domain, data_dir)
+        sock = bind_socket(host, port)
+        try:
+            backend = await harness_cli._backend(loaded, server, server_token)
+        except BaseException:
+            sock.close()
+            raise
+        try:
+            hub = make_hub(backend, loaded, config, save_to)
+            # A missing API key for the user or judge model is one sentence now, not at the
+            # first simulation.
+            runner = hub.runner
+            check_models(
+                models_called(runner.config, list(loaded.tasks.values()), runner.grader.judge)
+            )
+            app = create_serve_app(hub, token)
+            settings = uvicorn.Config(
+                app,
+                lifespan="on",
+                log_level=log_level.lower(),
+                access_log=False,
+                timeout_graceful_shutdown=2,
+            )
+            typer.echo(
+                f"tau-harness serve: {domain} simulations on http://{host}:{port} "
+                f"(POST /simulations)",
+                err=True,
+            )
+            try:
+                await uvicorn.Server(settings).serve(sockets=[sock])
+            finally:
+                sock.close()
+                await hub.close()
+                if save_to is not None:
+                    typer.echo(f"results saved to {save_to}", err=True)
+        finally:
+            await backend.close()
+
+    try:
+        with results_lock(save_to):  # one writer per results file, as for `run`
+            asyncio.run(main())
+    except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        harness_cli._fail(str(exc))
+    except OSError as exc:
+        harness_cli._fail(f"cannot serve on {host}:{port} ({exc.strerror or exc})")

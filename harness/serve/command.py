@@ -1,0 +1,201 @@
+"""`tau-harness run --agent cmd --agent-cmd COMMAND`: an outside agent program per simulation.
+
+The run hosts its simulations on a loopback MCP server with a fresh random token. For each
+simulation it starts COMMAND through the shell with these environment variables:
+
+    TAU_MCP_URL            full URL of the simulation's MCP endpoint
+    TAU_MCP_TOKEN          bearer token for it (header `Authorization: Bearer $TAU_MCP_TOKEN`)
+    TAU_MCP_CONFIG         a file with an `mcpServers` entry named `tau2` for that endpoint
+                           (for `claude -p --mcp-config "$TAU_MCP_CONFIG"`)
+    TAU_AGENT_PROMPT_FILE  a file holding the system prompt the `llm` agent would get
+    TAU_TASK_ID, TAU_TRIAL, TAU_DOMAIN, TAU_SIMULATION_ID
+    TAU_SIMULATION_URL     the simulation's HTTP resource (GET it, POST .../end)
+
+and waits until the user ends the conversation, the command exits, or `--timeout` passes. A
+conversation still open then is ended from the agent's side (agent stop) and graded. A command
+that exits non-zero before its first move is an infrastructure failure (retried, never scored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.agents import AgentContext
+from harness.backends import EpisodeBackend, InfrastructureError
+from harness.runner import ConfigError, RunConfig, Runner
+from harness.serve.host import hosted, serve_config
+from harness.serve.simulation import ServeRunner, Simulation, SimulationHub
+from servers.engine.domain import Domain
+from servers.engine.tasks import Task
+
+MCP_SERVER_NAME = "tau2"
+EXIT_GRACE_S = 10.0  # after the user ends, the program may still print its last words
+OUTPUT_TAIL = 2000
+
+
+def agent_system_prompt(runner: Runner, task: Task) -> str:
+    """The system prompt the `llm` agent would get on this task, from that agent's own builder."""
+    from harness.agents.llm_agent import LLMAgent
+
+    context = AgentContext(
+        task=task,
+        domain=runner.domain.name,
+        policy=runner.policy,
+        tools=[],
+        llm="outside-agent",
+        solo=False,
+    )
+    return LLMAgent(context).system
+
+
+def make_runner(
+    backend: EpisodeBackend,
+    domain: Domain,
+    config: RunConfig,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
+) -> Runner:
+    """The runner for `tau-harness run`: the command runner for `--agent cmd`, else the usual."""
+    if config.agent == "cmd":
+        if not agent_cmd or not agent_cmd.strip():
+            raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
+        return CommandRunner(backend, domain, config, agent_cmd, timeout)
+    if agent_cmd:
+        raise ConfigError("--agent-cmd goes with --agent cmd")
+    if timeout is not None:
+        raise ConfigError("--timeout applies to --agent cmd runs only")
+    return Runner(backend, domain, config)
+
+
+class CommandRunner(ServeRunner):
+    """Runs, per simulation, an agent program against the simulation's MCP endpoint."""
+
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        domain: Domain,
+        config: RunConfig,
+        command: str,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(backend, domain, config)
+        if timeout is not None and timeout <= 0:
+            raise ConfigError("--timeout must be a positive number of seconds")
+        self.command, self.timeout = command, timeout
+        inner = ServeRunner(backend, domain, serve_config(config))
+        inner.grader = self.grader  # one gold-state cache for the run
+        self.hub = SimulationHub(inner)
+        self.token = secrets.token_urlsafe(24)
+        self.base_url: str | None = None
+
+    async def run(self, on_done=None, on_start=None):
+        if getattr(self, "executor", None) is not None:  # e.g. a Ray pool: programs run here
+            raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
+        async with hosted(self.hub, self.token) as base_url:
+            self.base_url = base_url
+            try:
+                return await super().run(on_done, on_start)
+            finally:
+                await self.hub.close()
+
+    async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        simulation = self.hub.create(task.id, trial)
+        with tempfile.TemporaryDirectory(prefix="tau-agent-") as folder:
+            env = self._environment(simulation, Path(folder))
+            log_path = Path(folder) / "output.log"
+            with log_path.open("wb") as log:
+                try:
+                    process = await asyncio.create_subprocess_shell(
+                        self.command,
+                        env=env,
+                        stdin=asyncio.subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=asyncio.subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    await simulation.end()
+                    raise InfrastructureError(f"cannot start the agent command: {exc}") from None
+                outcome = await self._supervise(simulation, process)
+            tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", "replace")
+        record = simulation.record
+        assert record is not None
+        self.hub.simulations.pop(simulation.id, None)  # the run keeps the record from here
+        exit_code = outcome["exit_code"]
+        if record.get("termination_reason") == "infrastructure_error":
+            raise InfrastructureError(str((record.get("info") or {}).get("error")))
+        if outcome["moves"] == 0 and exit_code not in (0, None) and not outcome["timed_out"]:
+            raise InfrastructureError(
+                f"the agent command exited with code {exit_code} before its first call: "
+                f"{tail.strip()[-500:]}"
+            )
+        record["info"]["agent_command"] = {**outcome, "output_tail": tail}
+        return record
+
+    def _environment(self, simulation: Simulation, folder: Path) -> dict[str, str]:
+        assert self.base_url is not None
+        url = self.base_url + simulation.mcp_path
+        prompt = folder / "agent_system_prompt.md"
+        prompt.write_text(agent_system_prompt(self, simulation.task), encoding="utf-8")
+        config = folder / "mcp_config.json"
+        entry = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {self.token}"}}
+        config.write_text(json.dumps({"mcpServers": {MCP_SERVER_NAME: entry}}, indent=2))
+        return {
+            **os.environ,
+            "TAU_MCP_URL": url,
+            "TAU_MCP_TOKEN": self.token,
+            "TAU_MCP_CONFIG": str(config),
+            "TAU_AGENT_PROMPT_FILE": str(prompt),
+            "TAU_TASK_ID": simulation.task.id,
+            "TAU_TRIAL": str(simulation.trial),
+            "TAU_DOMAIN": self.domain.name,
+            "TAU_SIMULATION_ID": simulation.id,
+            "TAU_SIMULATION_URL": f"{self.base_url}/simulations/{simulation.id}",
+        }
+
+    async def _supervise(
+        self, simulation: Simulation, process: asyncio.subprocess.Process
+    ) -> dict[str, Any]:
+        """Wait for the first of: the conversation ends, the program exits, the timeout."""
+        ended = asyncio.create_task(simulation.finished.wait())
+        exited = asyncio.create_task(process.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {ended, exited}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            timed_out = not done
+            if timed_out:
+                await _stop(process)
+            moves = simulation.channel.moves
+            if not simulation.finished.is_set():
+                await simulation.end()  # agent stop: the program quit or ran out of time
+            if process.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(exited), EXIT_GRACE_S)
+                await _stop(process)
+        finally:
+            for task in (ended, exited):
+                task.cancel()
+        return {"exit_code": process.returncode, "timed_out": timed_out, "moves": moves}
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Terminate the program and everything it started; kill it if it lingers."""
+    if process.returncode is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            await asyncio.wait_for(process.wait(), wait)
+            return
+        except TimeoutError:
+            continue

@@ -1,0 +1,143 @@
+"""The MCP server an outside agent plays a simulation on: the domain's agent tools (same names,
+schemas and annotations as the episode's agent endpoint on `tau-server`) plus
+`send_message_to_user`. Every call is one agent move on the simulation named in the URL path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import NotFoundError
+from fastmcp.resources import TextResource
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.tools.base import Tool, ToolResult
+from mcp_types import TextContent, ToolAnnotations
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from conversation.messages import ChatMessage, ToolCall
+from harness.serve.channel import Answer, MoveChannel
+from servers.engine.domain import Domain
+from servers.mcp_tools import tool_annotations
+
+SEND_MESSAGE = "send_message_to_user"
+SEND_MESSAGE_DESCRIPTION = (
+    "Send your next message to the customer and get their reply. This is how you talk to the "
+    "customer: your first call opens the conversation (greet them), and the conversation goes "
+    "on until the customer ends it. Write to the customer only through this tool."
+)
+SEND_MESSAGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "message": {"type": "string", "description": "Your message to the customer."},
+    },
+    "required": ["message"],
+}
+
+# Finds the channel of the simulation a request is for (from the HTTP request's scope).
+ChannelResolver = Callable[[], MoveChannel]
+
+
+def _result(answer: Answer) -> ToolResult:
+    return ToolResult(content=[TextContent(type="text", text=answer.text)], is_error=answer.error)
+
+
+async def _call(resolve: ChannelResolver, name: str, arguments: dict[str, Any]) -> ToolResult:
+    channel = resolve()
+    call = ToolCall(id=channel.call_id(), name=name, arguments=dict(arguments))
+    message = ChatMessage(role="assistant", content=None, tool_calls=[call])
+    return _result(await channel.play(message))
+
+
+class MoveTool(Tool):
+    """One of the domain's agent tools; the call is played as the agent's move, so the
+    orchestrator runs it on the episode and records it as in a harness run."""
+
+    resolve: SkipJsonSchema[Any] = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        return await _call(self.resolve, self.name, arguments)
+
+
+class SendMessageTool(Tool):
+    """The agent's text turn; the result is the customer's reply."""
+
+    resolve: SkipJsonSchema[Any] = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        channel = self.resolve()
+        text = arguments.get("message")
+        if not isinstance(text, str) or not text.strip():
+            if channel.closed:
+                return _result(Answer(channel.refusal or "", True))
+            return _result(Answer("Error: 'message' must be a non-empty string.", True))
+        message = ChatMessage(role="assistant", content=text)
+        return _result(await channel.play(message))
+
+
+class UnknownToolsAsMoves(Middleware):
+    """A call to a tool the domain does not have is still the agent's move: the episode answers
+    it with the reference's "Error: Tool 'x' not found." and it counts as a failed call."""
+
+    def __init__(self, resolve: ChannelResolver) -> None:
+        self.resolve = resolve
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next) -> ToolResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            message = context.message
+            return await _call(self.resolve, message.name, message.arguments or {})
+
+
+def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
+    """One server for every simulation of the domain; the policy is its instructions."""
+    policy = domain.policy()
+    server = FastMCP(
+        f"tau2-{domain.name}-simulation",
+        instructions=policy,
+        dereference_schemas=False,
+        mask_error_details=False,
+        middleware=[UnknownToolsAsMoves(resolve)],
+    )
+    specs = dict(domain.spec.agent_tools.specs)
+    for spec in specs.values():
+        server.add_tool(
+            MoveTool(
+                name=spec.name,
+                description=spec.description,
+                parameters=spec.input_schema,
+                annotations=tool_annotations(spec),
+                resolve=resolve,
+            )
+        )
+    server.add_tool(
+        SendMessageTool(
+            name=SEND_MESSAGE,
+            description=SEND_MESSAGE_DESCRIPTION,
+            parameters=SEND_MESSAGE_SCHEMA,
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=True,
+            ),
+            resolve=resolve,
+        )
+    )
+    uri = f"tau2://{domain.name}/policy"
+    server.add_resource(
+        TextResource(
+            uri=uri,
+            name="policy",
+            title=f"{domain.name} agent policy",
+            text=policy,
+            mime_type="text/markdown",
+        )
+    )
+    schemas = {name: spec.input_schema for name, spec in specs.items()}
+    schemas[SEND_MESSAGE] = SEND_MESSAGE_SCHEMA
+    server._mcp_server.get_tool_input_schema = schemas.get
+    return server

@@ -1,0 +1,84 @@
+"""Hosting the serve app: on a port for `tau-harness serve`, or on a free loopback port inside
+a running event loop (for `run --agent cmd` and tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import uvicorn
+
+from harness.backends import EpisodeBackend
+from harness.runner import RunConfig
+from harness.serve.app import create_serve_app
+from harness.serve.simulation import ServeRunner, SimulationHub
+from servers.engine.domain import Domain
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to its host program."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+def serve_config(config: RunConfig) -> RunConfig:
+    """A served simulation is played once: an outside agent's moves cannot be replayed."""
+    from dataclasses import replace
+
+    return replace(config, max_retries=0, retry_delay=0.0)
+
+
+def make_hub(
+    backend: EpisodeBackend, domain: Domain, config: RunConfig, save_to: Path | None = None
+) -> SimulationHub:
+    return SimulationHub(ServeRunner(backend, domain, serve_config(config)), save_to)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening address taken before serving, so a busy port is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def hosted(
+    hub: SimulationHub, token: str | None = None, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[str]:
+    """Serve the hub's app in this event loop; yields its base URL (`http://host:port`)."""
+    sock = bind_socket(host, port)
+    family, bound = sock.family, sock.getsockname()[1]
+    server = _EmbeddedServer(
+        uvicorn.Config(
+            create_serve_app(hub, token),
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+    )
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("the simulation server stopped while starting")
+            await asyncio.sleep(0.01)
+        name = f"[{host}]" if family == socket.AF_INET6 else host
+        yield f"http://{name}:{bound}"
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await task
+        sock.close()
