@@ -24,7 +24,7 @@ from conversation.messages import STOP, ChatMessage, Message, is_agent_stop, par
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.base import _agent_can_see as agent_can_see
 from harness.agents.llm_agent import DONE_TOOL
-from harness.backends import EpisodeBackend, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.grading import Judge
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.runner import ConfigError, RunConfig, Runner
@@ -156,6 +156,22 @@ class BackendKeeper:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
+class EpisodeTracking:
+    """The backend as the runner sees it, noting the episode it last created (so the policy's
+    info can name it while the episode is still running)."""
+
+    def __init__(self, backend: EpisodeBackend) -> None:
+        self._backend = backend
+        self.current: EpisodeRef | None = None
+
+    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
+        self.current = await self._backend.create_episode(domain, task_id)
+        return self.current
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
 # --- the seat ---------------------------------------------------------------------------------
 class PolicySeat:
     """Where the orchestrator waits for the outside policy's next message."""
@@ -258,7 +274,8 @@ class PolicyDriver:
     def __init__(
         self, settings: EpisodeSettings, seat: Seat, domain: Domain, backend: EpisodeBackend
     ) -> None:
-        self.settings, self.side, self.domain, self.backend = settings, seat, domain, backend
+        self.settings, self.side, self.domain = settings, seat, domain
+        self.backend = EpisodeTracking(backend)
         self.seat = PolicySeat()
         judge = (
             Judge(settings.judge_llm, {"temperature": 0.0, **settings.judge_llm_args})
@@ -282,10 +299,12 @@ class PolicyDriver:
                 raise ConfigError(f"the {domain.name} domain has no solo mode")
             config.agent, config.user = "policy", ("dummy" if solo else settings.user)
             agent_cls = _bound(PolicyAgent, self.seat, solo=solo)
-            self.runner = Runner(backend, domain, config, agent_cls=agent_cls)
+            self.runner = Runner(self.backend, domain, config, agent_cls=agent_cls)
         else:
             config.agent, config.user = settings.agent, "policy"
-            self.runner = Runner(backend, domain, config, user_cls=_bound(PolicyUser, self.seat))
+            self.runner = Runner(
+                self.backend, domain, config, user_cls=_bound(PolicyUser, self.seat)
+            )
         self.requestor = "assistant" if seat == "agent" else "user"
         self.task: Task | None = None
         self.run: asyncio.Task | None = None
@@ -333,6 +352,7 @@ class PolicyDriver:
         await self.abandon()
         self.seat.clear()
         self.task, self.result = task, None
+        self.backend.current = None
         self.run = asyncio.ensure_future(self.runner.simulate(task, 0, seed))
         await self._advance()
 
@@ -403,8 +423,10 @@ class PolicyDriver:
 
     def info(self) -> dict[str, Any]:
         """Fresh every call (callers keep what they are given)."""
+        episode = self.backend.current
         info: dict[str, Any] = {
             "task_id": self.task.id if self.task else None,
+            "episode_id": episode.episode_id if episode is not None else None,
             "tools": self.tool_schemas(),
             "policy": self.runner.policy,
         }

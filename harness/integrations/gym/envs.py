@@ -115,7 +115,7 @@ class MessageSpace(TextSpace):
 class _TauEnv(gym.Env[str, Any]):
     """Shared by both seats: one driver (episode machinery) on one private loop."""
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
     seat: Seat
 
     def __init__(
