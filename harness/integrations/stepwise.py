@@ -389,10 +389,8 @@ class PolicyDriver:
             await self.abandon()
         finally:
             self.seat.clear()
-            if self._keeper is not None:
+            if self._keeper is not None:  # a backend this driver opened (else it is shared)
                 await self._keeper.close()
-            else:
-                await self.backend.close()
 
     # --- what the policy is shown -----------------------------------------------------------
     def messages(self) -> list[Message]:
