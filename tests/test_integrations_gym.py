@@ -36,14 +36,8 @@ def make_agent_env(domain: str, task_id: str | None = None, **kwargs):
     reason = domain_available(domain)
     if reason:
         pytest.skip(reason)
-    return gym.make(
-        "tau-mcp/Agent-v0",
-        domain=domain,
-        task_id=task_id,
-        user="scripted",
-        data_dir=str(DATA_DIR),
-        **kwargs,
-    )
+    settings = {"user": "scripted", "data_dir": str(DATA_DIR), **kwargs}
+    return gym.make("tau-mcp/Agent-v0", domain=domain, task_id=task_id, **settings)
 
 
 def play(env, task_id: str, actions=None):
@@ -306,3 +300,68 @@ def test_close_and_reset_delete_unfinished_episodes():
         finally:
             env.close()
         assert httpx.get(f"{base}/mock/episodes/{second}/state").status_code == 404
+
+
+def test_llm_user_and_llm_agent_through_litellm(fake):
+    """The default partners are models: Agent-v0 against the llm user, User-v0 against the
+    llm agent, both answered by the fake model server."""
+    from tests.fake_llm_server import call, text
+
+    fake.script(
+        "user",
+        text("Please create a task 'Important Meeting' for user_1."),
+        text("Thanks! ###STOP###"),
+    )
+    env = make_agent_env(
+        "mock", "create_task_1", user="llm", user_llm="openai/user", user_llm_args=fake.llm_args()
+    )
+    try:
+        observation, _ = env.reset(seed=1)
+        assert observation == "user: Please create a task 'Important Meeting' for user_1."
+        env.step("create_task(user_id='user_1', title='Important Meeting')")
+        observation, reward, terminated, _, info = env.step("Created it for you.")
+        assert terminated and reward == 1.0 and observation == "user: Thanks! ###STOP###"
+        # The user model saw the agent's words as its interlocutor's.
+        assert fake.requests["user"][-1]["messages"][-1]["content"] == "Created it for you."
+    finally:
+        env.close()
+
+    fake.script(
+        "agent",
+        call("create_task", user_id="user_1", title="Important Meeting"),
+        text("Your task is created."),
+    )
+    env = gym.make(
+        "tau-mcp/User-v0", domain="mock", task_id="create_task_1", agent="llm",
+        agent_llm="openai/agent", agent_llm_args=fake.llm_args(), data_dir=str(DATA_DIR),
+    )  # fmt: skip
+    try:
+        env.reset(seed=1)
+        observation, reward, terminated, *_ = env.step("Create 'Important Meeting' for user_1.")
+        assert observation == "assistant: Your task is created." and not terminated
+        observation, reward, terminated, truncated, info = env.step("Great, bye. ###STOP###")
+        assert (terminated, truncated, reward) == (True, False, 1.0)
+        assert info["termination_reason"] == "user_stop"
+    finally:
+        env.close()
+
+
+def test_solo_mode_works_the_ticket_with_both_sides_tools():
+    task_id = "[mobile_data_issue]data_mode_off|data_usage_exceeded[PERSONA:None]"
+    env = make_agent_env("telecom", task_id, solo_mode=True)
+    try:
+        observation, info = env.reset(seed=0)
+        assert observation == "" and info["ticket"]  # as in the reference: no user, a ticket
+        names = {t["function"]["name"] for t in info["tools"]}
+        assert {"toggle_data", "refuel_data", "done"} <= names
+        observation, *_ = env.step("toggle_data()")
+        assert observation.startswith("tool: ")
+        observation, *_ = env.step(
+            {"name": "refuel_data", "arguments": {"customer_id": "C1001", "line_id": "L1002",
+                                                   "gb_amount": 2.0}}
+        )  # fmt: skip
+        *_, reward, terminated, truncated, info = env.step("done()")
+        assert (terminated, truncated) == (True, False)
+        assert info["termination_reason"] == "agent_stop" and reward == 1.0, info["reward_info"]
+    finally:
+        env.close()

@@ -295,7 +295,7 @@ class PolicyDriver:
         )
         if seat == "agent":
             solo = settings.solo_mode
-            if solo and not domain.supports_solo():
+            if solo and not domain.supports_solo:
                 raise ConfigError(f"the {domain.name} domain has no solo mode")
             config.agent, config.user = "policy", ("dummy" if solo else settings.user)
             agent_cls = _bound(PolicyAgent, self.seat, solo=solo)
