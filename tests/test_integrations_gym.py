@@ -365,3 +365,31 @@ def test_solo_mode_works_the_ticket_with_both_sides_tools():
         assert info["termination_reason"] == "agent_stop" and reward == 1.0, info["reward_info"]
     finally:
         env.close()
+
+
+def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    from tests.server_support import real_server
+
+    script = (
+        "import gymnasium as gym, harness.integrations.gym\n"
+        "env = gym.make('tau-mcp/Agent-v0', domain='mock', task_id='create_task_1',"
+        f" user='scripted', data_dir={str(DATA_DIR)!r}, server=SERVER)\n"
+        "print(env.reset(seed=0)[1]['episode_id'])\n"
+    )
+    with real_server("mock") as base:
+        done = subprocess.run(
+            [sys.executable, "-c", f"SERVER = {base!r}\n" + script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        episode = done.stdout.strip().splitlines()[-1]
+        assert httpx.get(f"{base}/mock/episodes/{episode}/state").status_code == 404

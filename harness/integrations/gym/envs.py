@@ -9,7 +9,10 @@ logic itself is `harness.integrations.stepwise` (the orchestrator, simulators an
 from __future__ import annotations
 
 import asyncio
+import atexit
+import sys
 import threading
+import weakref
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from pathlib import Path
@@ -24,6 +27,7 @@ from harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
 
 T = TypeVar("T")
+CLOSE_TIMEOUT = 30.0  # seconds for closing: an unreachable server must not hang the caller
 
 
 class LoopThread:
@@ -38,9 +42,12 @@ class LoopThread:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if threading.current_thread() is self._thread:  # e.g. a destructor run by the loop
+            coroutine.close()
+            raise RuntimeError("cannot wait for the env's loop from its own thread")
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        return future.result()
+        return future.result(timeout)
 
     def stop(self) -> None:
         if self.loop.is_closed():
@@ -54,7 +61,7 @@ class LoopThread:
             await self.loop.shutdown_asyncgens()
 
         try:
-            self.call(drain())
+            self.call(drain(), timeout=CLOSE_TIMEOUT)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
@@ -135,6 +142,7 @@ class _TauEnv(gym.Env[str, Any]):
             self._loop.stop()
             self._loop = None
             raise
+        _open_envs.add(self)
         self.observation_space = TextSpace()
         self.action_space = MessageSpace(self._tool_names())
         self._last_error: str | None = None
@@ -211,16 +219,33 @@ class _TauEnv(gym.Env[str, Any]):
         self._loop = self._driver = None
         if loop is None:
             return
+        _open_envs.discard(self)
         try:
             if driver is not None:
-                loop.call(driver.close())
+                loop.call(driver.close(), timeout=CLOSE_TIMEOUT)
         finally:
             loop.stop()
 
     def __del__(self) -> None:  # pragma: no cover - best effort when close() was forgotten
+        if sys.is_finalizing():  # the loop's thread is gone by now; nothing can be awaited
+            return
         try:
             self.close()
         except Exception:  # noqa: BLE001
+            pass
+
+
+_open_envs: weakref.WeakSet[_TauEnv] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_envs() -> None:
+    """Envs never closed are closed at exit, while their loop threads still run (so their
+    unfinished episodes are deleted and the process does not hang in a destructor)."""
+    for env in list(_open_envs):
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 - exiting anyway
             pass
 
 
