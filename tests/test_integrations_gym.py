@@ -95,6 +95,25 @@ def test_registered_ids_make_envs():
         env.close()
 
 
+def test_the_entry_point_registers_both_ids_as_plugin_loading_gymnasium_does():
+    """Gymnasium 0.26-0.29 call each `gymnasium.envs` entry point inside its namespace on
+    import; 1.x no longer does (docs/rl.md), so this replays what they did."""
+    from importlib.metadata import entry_points
+
+    from gymnasium.envs.registration import namespace, registry
+
+    [plugin] = [ep for ep in entry_points(group="gymnasium.envs") if ep.name == "tau-mcp"] or [None]
+    assert plugin is not None, "entry point missing: reinstall with pip install -e '.[gym]'"
+    saved = {i: registry.pop(i) for i in ("tau-mcp/Agent-v0", "tau-mcp/User-v0")}
+    try:
+        with namespace(plugin.name):
+            plugin.load()()
+        assert registry["tau-mcp/Agent-v0"].entry_point.endswith(":AgentEnv")
+        assert registry["tau-mcp/User-v0"].entry_point.endswith(":UserEnv")
+    finally:
+        registry.update(saved)
+
+
 def test_check_env_agent():
     env = make_agent_env("mock", "create_task_1")
     try:
