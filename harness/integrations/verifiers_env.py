@@ -105,20 +105,36 @@ class TauMcpEnv(vf.MultiTurnEnv):
             dataset=dataset, eval_dataset=dataset, tool_defs=tools, rubric=rubric, **kwargs
         )
         self._drivers: dict[str, PolicyDriver] = {}
-        self._keeper: BackendKeeper | None = None
-        self._keeper_loop: asyncio.AbstractEventLoop | None = None
-        self._opening = asyncio.Lock()
+        self._keepers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 
     # --- one rollout ------------------------------------------------------------------------
     async def _backend(self):
-        """One backend per event loop, shared by all rollouts on it."""
+        """One backend per event loop, opened by the first rollout and shared by the rest."""
         loop = asyncio.get_running_loop()
-        async with self._opening:
-            if self._keeper is None or self._keeper_loop is not loop:
-                self._keeper = BackendKeeper()
-                await self._keeper.open(self.domain, self.settings)
-                self._keeper_loop = loop
-        return self._keeper.backend
+        opening = self._keepers.get(loop)
+        if opening is None:
+
+            async def open_one() -> BackendKeeper:
+                keeper = BackendKeeper()
+                await keeper.open(self.domain, self.settings)
+                return keeper
+
+            opening = self._keepers[loop] = loop.create_task(open_one())
+        try:
+            keeper = await asyncio.shield(opening)
+        except Exception:
+            self._keepers.pop(loop, None)  # the next rollout tries again
+            raise
+        return keeper.backend
+
+    @vf.teardown
+    async def close_backends(self) -> None:
+        """Close the backends this loop opened (others belong to loops already gone)."""
+        loop = asyncio.get_running_loop()
+        opening = self._keepers.pop(loop, None)
+        if opening is not None and opening.done() and not opening.exception():
+            await opening.result().close()
+        self._keepers.clear()
 
     async def setup_state(self, state: vf.State) -> None:
         """Open the episode and let the simulated user speak first; what it says (after the
