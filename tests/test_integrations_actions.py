@@ -52,12 +52,15 @@ def test_function_style_round_trips():
     assert only_call(parse_action(function_style(call))).arguments == call.arguments
 
 
+KNOWN = {"get_users", "create_task", "done"}
+
+
 @pytest.mark.parametrize(
     "action",
     [
-        "__import__('os').system('rm -rf /')",  # positional argument: text
-        "os.system(cmd='ls')",  # attribute call: text
-        "f(x=__import__('os'))",  # not a literal: text
+        "__import__('os').system('rm -rf /')",
+        "os.system(cmd='ls')",
+        "f(x=__import__('os'))",
         "f(x=open('/etc/passwd').read())",
         "f(**{'a': 1})",
         "Sure (happy to help)",
@@ -65,18 +68,34 @@ def test_function_style_round_trips():
     ],
 )
 def test_anything_else_that_looks_like_code_is_text(action: str):
-    message = parse_action(action)
+    message = parse_action(action, known_tools=KNOWN)
     assert message.content == action and message.tool_calls is None
+
+
+@pytest.mark.parametrize(
+    "action, reason",
+    [
+        ("get_users(1)", "by name"),
+        ("create_task(title=open('/etc/passwd').read())", "must be a literal"),
+        ("create_task(**{'title': 'x'})", "not allowed"),
+        ("create_task(tags={1, 2})", "not a JSON value"),
+    ],
+)
+def test_a_known_tool_called_wrongly_is_refused_never_run(action: str, reason: str):
+    with pytest.raises(ActionError, match=reason):
+        parse_action(action, known_tools=KNOWN)
 
 
 def test_json_tool_calls():
     call = only_call(parse_action('{"name": "get_user", "arguments": {"user_id": "u1"}}'))
     assert (call.name, call.arguments) == ("get_user", {"user_id": "u1"})
     assert only_call(parse_action('{"name": "get_users"}')).arguments == {}
-    # Other JSON is just text.
-    assert parse_action('{"order": 5}').content == '{"order": 5}'
-    with pytest.raises(ActionError, match="must be an object"):
+    openai_style = '{"function": {"name": "get_user", "arguments": "{\\"user_id\\": \\"u2\\"}"}}'
+    assert only_call(parse_action(openai_style)).arguments == {"user_id": "u2"}
+    with pytest.raises(ActionError, match="must be a JSON object"):
         parse_action('{"name": "x", "arguments": [1]}')
+    with pytest.raises(ActionError, match="needs a"):
+        parse_action('{"order": 5}')
 
 
 def test_user_side_calls_carry_the_user_requestor():

@@ -3,49 +3,63 @@
 Actions follow the reference's gym: plain text is a message to the other party; a JSON object
 `{"name": ..., "arguments": {...}}` or a function-style call `name(arg='x', n=2)` is a tool
 call. RL frameworks may also hand an OpenAI-style assistant message dict (content and/or
-`tool_calls`). Function-style calls are read with `ast` and literal values only: an action is
-never evaluated as code.
+`tool_calls`). Text is read by `conversation.actions`, shared with `tau-harness play`: calls
+with `ast` and literal values only, so an action is never evaluated as code.
 
 Observations are the reference's `role: content` lines, tool calls shown function-style.
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
-import re
+from collections.abc import Container
 from typing import Any
 
+from conversation.actions import ActionError, parse_tool_call
 from conversation.messages import ChatMessage, Message, Requestor, ToolCall, ToolMessage
 
-_FUNCTION_STYLE = re.compile(r"^[A-Za-z_]\w*\s*\(.*\)$", re.DOTALL)
+__all__ = ["ActionError", "function_style", "message_line", "observation_text", "parse_action"]
+
 _call_ids = itertools.count(1)
 
 
-class ActionError(ValueError):
-    """The action cannot be read as a message; the step is refused and nothing happens."""
+def parse_action(
+    action: Any, requestor: Requestor = "assistant", known_tools: Container[str] | None = None
+) -> ChatMessage:
+    """The message an action stands for, sent by `requestor` (the side the policy plays).
 
-
-def parse_action(action: Any, requestor: Requestor = "assistant") -> ChatMessage:
-    """The message an action stands for, sent by `requestor` (the side the policy plays)."""
+    Text is read with `conversation.actions` (as `tau-harness play` reads typed turns); with
+    `known_tools`, a function-style line naming anything else (`Sure (happy to help)`) is text.
+    """
     if isinstance(action, dict):
         return _from_dict(action, requestor)
     if not isinstance(action, str):
         raise ActionError(
             f"an action is a string or an OpenAI-style message dict, not {type(action).__name__}"
         )
-    text = action.strip()
-    if not text:
+    if not action.strip():
         raise ActionError("the action is empty: send text or a tool call")
-    call = _json_call(text, requestor) or _function_style_call(text, requestor)
-    if call is not None:
-        return ChatMessage(role=requestor, tool_calls=[call])
-    return ChatMessage(role=requestor, content=action)
+    parsed = parse_tool_call(action, known_tools)
+    if parsed is None:
+        return ChatMessage(role=requestor, content=action)
+    name, arguments = parsed
+    return ChatMessage(role=requestor, tool_calls=[_tool_call(name, arguments, requestor)])
 
 
 def _new_id() -> str:
     return f"call_{next(_call_ids)}"
+
+
+def _json_value(value: Any, name: str) -> Any:
+    """Arguments go over MCP as JSON: tuples become lists, anything else non-JSON is refused."""
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v, name) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v, name) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise ActionError(f"an argument of '{name}' is not a JSON value: {value!r}")
 
 
 def _tool_call(name: Any, arguments: Any, requestor: Requestor, call_id: Any = None) -> ToolCall:
@@ -65,61 +79,9 @@ def _tool_call(name: Any, arguments: Any, requestor: Requestor, call_id: Any = N
     return ToolCall(
         id=str(call_id) if call_id else _new_id(),
         name=name,
-        arguments=arguments,
+        arguments=_json_value(arguments, name),
         requestor=requestor,
     )
-
-
-def _json_call(text: str, requestor: Requestor) -> ToolCall | None:
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        return None
-    if set(value) - {"name", "arguments", "id", "requestor"}:
-        return None  # some other JSON object: say it as text
-    return _tool_call(value["name"], value.get("arguments"), requestor, value.get("id"))
-
-
-def _literal(node: ast.expr) -> Any:
-    """A keyword argument's value: literals only, tuples as lists, and JSON-able or refused."""
-    value = ast.literal_eval(node)
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, (tuple, list)):
-            return [plain(x) for x in v]
-        if isinstance(v, dict):
-            return {str(k): plain(x) for k, x in v.items()}
-        if v is None or isinstance(v, (str, int, float, bool)):
-            return v
-        raise ValueError(f"unsupported value {v!r}")
-
-    return plain(value)
-
-
-def _function_style_call(text: str, requestor: Requestor) -> ToolCall | None:
-    """`name(a='x', b=2)` as a tool call; anything else (prose with brackets too) is None."""
-    if not _FUNCTION_STYLE.match(text):
-        return None
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        return None
-    call = tree.body
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.args:
-        return None
-    arguments: dict[str, Any] = {}
-    for keyword in call.keywords:
-        if keyword.arg is None:  # **mapping
-            return None
-        try:
-            arguments[keyword.arg] = _literal(keyword.value)
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            return None
-    return _tool_call(call.func.id, arguments, requestor)
 
 
 def _from_dict(action: dict[str, Any], requestor: Requestor) -> ChatMessage:

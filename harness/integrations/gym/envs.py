@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from conversation.llm import DEFAULT_LLM
+from harness.agents.llm_agent import DONE_TOOL
 from harness.integrations.actions import ActionError, observation_text, parse_action
 from harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
@@ -145,6 +146,10 @@ class _TauEnv(gym.Env[str, Any]):
         _open_envs.add(self)
         self.observation_space = TextSpace()
         self.action_space = MessageSpace(self._tool_names())
+        # Function-style text naming none of these is just text (`Sure (happy to help)`).
+        self._known_tools = set(self.action_space.tool_names) | (
+            {DONE_TOOL} if self.seat == "agent" else set()
+        )
         self._last_error: str | None = None
 
     def _tool_names(self) -> list[str]:
@@ -188,7 +193,7 @@ class _TauEnv(gym.Env[str, Any]):
         if driver.finished:
             return "", 0.0, not self._truncated(), self._truncated(), driver.info()
         try:
-            message = parse_action(action, driver.requestor)  # type: ignore[arg-type]
+            message = parse_action(action, driver.requestor, self._known_tools)  # type: ignore[arg-type]
         except ActionError as exc:
             info = driver.info()
             info["invalid_action"] = str(exc)
