@@ -118,12 +118,22 @@ def _git_commit() -> str:
 
 
 class Runner:
-    def __init__(self, backend: EpisodeBackend, domain: Domain, config: RunConfig) -> None:
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        domain: Domain,
+        config: RunConfig,
+        *,
+        agent_cls: type[Agent] | None = None,
+        user_cls: type[UserSimulator] | None = None,
+    ) -> None:
+        """`agent_cls`/`user_cls` replace the classes named in the config (the step-wise
+        integrations seat an outside policy on one side this way)."""
         self.texts = reference_texts(domain.data_dir)
         config = with_llm_defaults(config, self.texts)
         self.backend, self.domain, self.config = backend, domain, config
-        self.agent_cls: type[Agent] = self._agent_class(config.agent)
-        self.user_cls: type[UserSimulator] = user_class(config.user)
+        self.agent_cls: type[Agent] = agent_cls or self._agent_class(config.agent)
+        self.user_cls: type[UserSimulator] = user_cls or user_class(config.user)
         self.solo = self.agent_cls.solo or config.user == "dummy"
         if self.solo and config.user != "dummy":
             raise ConfigError(f"the {config.agent} agent works alone; use --user dummy")

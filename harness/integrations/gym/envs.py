@@ -1,0 +1,348 @@
+"""`tau-mcp/Agent-v0` and `tau-mcp/User-v0`: tau2 episodes as Gymnasium environments.
+
+The Gym API is synchronous; the harness is async. Each environment therefore owns a private
+event loop on its own thread, and `reset`/`step` hand coroutines to it and wait. The episode
+logic itself is `harness.integrations.stepwise` (the orchestrator, simulators and grader of
+`tau-harness run`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import sys
+import threading
+import weakref
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gymnasium as gym
+import numpy as np
+
+from conversation.llm import DEFAULT_LLM
+from harness.agents.llm_agent import DONE_TOOL
+from harness.integrations.actions import ActionError, observation_text, parse_action
+from harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
+from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
+
+T = TypeVar("T")
+CLOSE_TIMEOUT = 30.0  # seconds for closing: an unreachable server must not hang the caller
+
+
+class LoopThread:
+    """A private event loop running on a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if threading.current_thread() is self._thread:  # e.g. a destructor run by the loop
+            coroutine.close()
+            raise RuntimeError("cannot wait for the env's loop from its own thread")
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+
+        async def drain() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
+
+        try:
+            self.call(drain(), timeout=CLOSE_TIMEOUT)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+            if not self._thread.is_alive():
+                self.loop.close()
+
+
+class TextSpace(gym.spaces.Space[str]):
+    """Any string (observations are conversation text of unbounded length)."""
+
+    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        words = ("hello", "thanks", "please", "help", "order", "account", "yes", "no")
+        count = int(self.np_random.integers(1, 8))
+        return " ".join(str(self.np_random.choice(words)) for _ in range(count))
+
+    def __repr__(self) -> str:
+        return "TextSpace()"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TextSpace)
+
+
+class MessageSpace(TextSpace):
+    """A policy's action: text, a JSON or function-style tool call, or an OpenAI message dict.
+
+    `sample()` draws a call of one of the side's tools with no arguments (or, with no tools, a
+    short text): it is for smoke tests, and never ends an episode by itself."""
+
+    def __init__(self, tool_names: list[str], seed: Any = None) -> None:
+        super().__init__(seed=seed)
+        self.tool_names = sorted(tool_names)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (str, dict))
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if not self.tool_names:
+            return super().sample()
+        return f"{self.tool_names[int(self.np_random.integers(len(self.tool_names)))]}()"
+
+    def __repr__(self) -> str:
+        return f"MessageSpace({len(self.tool_names)} tools)"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, MessageSpace) and other.tool_names == self.tool_names
+
+
+class _TauEnv(gym.Env[str, Any]):
+    """Shared by both seats: one driver (episode machinery) on one private loop."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    seat: Seat
+
+    def __init__(
+        self, settings: EpisodeSettings, render_mode: str | None, all_messages: bool
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.all_messages = all_messages
+        self.settings = settings
+        self._loop: LoopThread | None = LoopThread(f"tau-mcp-{self.seat}-env")
+        try:
+            self._driver: PolicyDriver | None = self._loop.call(
+                PolicyDriver.open(settings, self.seat)
+            )
+        except BaseException:
+            self._loop.stop()
+            self._loop = None
+            raise
+        _open_envs.add(self)
+        self.observation_space = TextSpace()
+        self.action_space = MessageSpace(self._tool_names())
+        # Function-style text naming none of these is just text (`Sure (happy to help)`).
+        self._known_tools = set(self.action_space.tool_names) | (
+            {DONE_TOOL} if self.seat == "agent" else set()
+        )
+        self._last_error: str | None = None
+
+    def _tool_names(self) -> list[str]:
+        spec = self._driver.domain.spec  # type: ignore[union-attr]
+        if self.seat == "user":
+            return list(spec.user_tools.specs) if spec.user_tools is not None else []
+        names = list(spec.agent_tools.specs)
+        if self.settings.solo_mode and spec.user_tools is not None:
+            names += list(spec.user_tools.specs)
+        return names
+
+    @property
+    def driver(self) -> PolicyDriver:
+        if self._driver is None:
+            raise gym.error.ClosedEnvironmentError("the environment is closed")
+        return self._driver
+
+    # --- Gym API ----------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """A fresh episode; `options={"task_id": ...}` picks its task (else the env's task, or
+        a task drawn from the split with the env's seeded generator)."""
+        super().reset(seed=seed)
+        driver = self.driver
+        task_id = (options or {}).get("task_id")
+        if task_id is None:
+            ids = driver.task_ids
+            task_id = ids[0] if len(ids) == 1 else ids[int(self.np_random.integers(len(ids)))]
+        task = driver.load_task(task_id)
+        simulation_seed = int(self.np_random.integers(0, 1_000_000))
+        self._last_error = None
+        assert self._loop is not None
+        self._loop.call(driver.begin(task, simulation_seed))
+        return self._observation(), driver.info()
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        driver = self.driver
+        if not driver.started:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if driver.finished:
+            return "", 0.0, not self._truncated(), self._truncated(), driver.info()
+        try:
+            message = parse_action(action, driver.requestor, self._known_tools)  # type: ignore[arg-type]
+        except ActionError as exc:
+            info = driver.info()
+            info["invalid_action"] = str(exc)
+            return f"Invalid action: {exc}", 0.0, False, False, info
+        assert self._loop is not None
+        self._loop.call(driver.act(message))
+        finished = driver.finished
+        truncated = finished and self._truncated()
+        reward = driver.reward if finished else 0.0
+        return self._observation(), reward, finished and not truncated, truncated, driver.info()
+
+    def _truncated(self) -> bool:
+        return self.driver.termination == Termination.MAX_STEPS.value
+
+    def _observation(self) -> str:
+        own_role = "assistant" if self.seat == "agent" else "user"
+        return observation_text(self.driver.messages(), own_role, self.all_messages)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._driver is None:
+            return None
+        own_role = "assistant" if self.seat == "agent" else "user"
+        return observation_text(self._driver.messages(), own_role, full=True)
+
+    def close(self) -> None:
+        """End any unfinished episode (deleting it on the server) and stop the loop."""
+        loop, driver = self._loop, self._driver
+        self._loop = self._driver = None
+        if loop is None:
+            return
+        _open_envs.discard(self)
+        try:
+            if driver is not None:
+                loop.call(driver.close(), timeout=CLOSE_TIMEOUT)
+        finally:
+            loop.stop()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort when close() was forgotten
+        if sys.is_finalizing():  # the loop's thread is gone by now; nothing can be awaited
+            return
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_open_envs: weakref.WeakSet[_TauEnv] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_envs() -> None:
+    """Envs never closed are closed at exit, while their loop threads still run (so their
+    unfinished episodes are deleted and the process does not hang in a destructor)."""
+    for env in list(_open_envs):
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+class AgentEnv(_TauEnv):
+    """The policy plays the customer-service agent against a simulated user.
+
+    Actions: text to the user, a tool call (`{"name", "arguments"}` JSON or `name(a='x')`),
+    or an OpenAI assistant message dict; `done()` (or `###STOP###`) ends the conversation.
+    """
+
+    seat: Seat = "agent"
+
+    def __init__(
+        self,
+        domain: str,
+        task_id: str | None = None,
+        *,
+        user: str = "llm",
+        user_llm: str | None = None,
+        user_llm_args: dict[str, Any] | None = None,
+        solo_mode: bool = False,
+        data_dir: str | Path | None = None,
+        server: str | None = None,
+        server_token: str | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_errors: int = DEFAULT_MAX_ERRORS,
+        task_split: str | None = "base",
+        judge_llm: str | None = None,
+        judge_llm_args: dict[str, Any] | None = None,
+        all_messages_as_observation: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        settings = EpisodeSettings(
+            domain=domain,
+            task_id=task_id,
+            task_split=task_split,
+            user=user,
+            user_llm=user_llm or DEFAULT_LLM,
+            user_llm_args=dict(user_llm_args or {}),
+            solo_mode=solo_mode,
+            judge_llm=judge_llm,
+            judge_llm_args=dict(judge_llm_args or {}),
+            data_dir=data_dir,
+            server=server,
+            server_token=server_token,
+            max_steps=max_steps,
+            max_errors=max_errors,
+        )
+        super().__init__(settings, render_mode, all_messages_as_observation)
+
+
+class UserEnv(_TauEnv):
+    """The policy plays the customer against the `llm` or `oracle` agent.
+
+    Actions: text to the agent, a call of the user's own tools, or an OpenAI message dict;
+    a message containing `###STOP###` (or `###TRANSFER###`, `###OUT-OF-SCOPE###`) ends it.
+    """
+
+    seat: Seat = "user"
+
+    def __init__(
+        self,
+        domain: str,
+        task_id: str | None = None,
+        *,
+        agent: str = "llm",
+        agent_llm: str | None = None,
+        agent_llm_args: dict[str, Any] | None = None,
+        data_dir: str | Path | None = None,
+        server: str | None = None,
+        server_token: str | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_errors: int = DEFAULT_MAX_ERRORS,
+        task_split: str | None = "base",
+        judge_llm: str | None = None,
+        judge_llm_args: dict[str, Any] | None = None,
+        all_messages_as_observation: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        settings = EpisodeSettings(
+            domain=domain,
+            task_id=task_id,
+            task_split=task_split,
+            agent=agent,
+            agent_llm=agent_llm or DEFAULT_LLM,
+            agent_llm_args=dict(agent_llm_args or {}),
+            judge_llm=judge_llm,
+            judge_llm_args=dict(judge_llm_args or {}),
+            data_dir=data_dir,
+            server=server,
+            server_token=server_token,
+            max_steps=max_steps,
+            max_errors=max_errors,
+        )
+        super().__init__(settings, render_mode, all_messages_as_observation)
