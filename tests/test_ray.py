@@ -296,3 +296,45 @@ def test_provider_limit_holds_over_all_workers(cluster):
     ray.get([worker.remote(limiter) for _ in range(3)])
     assert ray.get(limiter.peaks.remote()) == {"openai": 2}
     ray.kill(limiter)
+
+
+@needs_data
+def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
+    """docs/ray.md: one Ray actor per environment, each with its own episodes."""
+    pytest.importorskip("gymnasium", reason="the gym extra is not installed")
+    import ray
+
+    from conversation.plan import describe, gold_actions
+    from tests.gym_support import CLOSING
+
+    task = _load("mock").task("create_task_1")
+    plan = [describe(a) for a in gold_actions(task)] + [CLOSING]  # agent-side actions only
+
+    @ray.remote
+    class RolloutWorker:
+        def __init__(self, data_dir: str) -> None:
+            import gymnasium as gym
+
+            self.env = gym.make(
+                "tau-mcp/Agent-v0",
+                domain="mock",
+                task_id="create_task_1",
+                user="scripted",
+                data_dir=data_dir,
+            )
+
+        def rollout(self, seed: int, actions: list[str]) -> float:
+            self.env.reset(seed=seed)
+            reward = 0.0
+            for action in actions:
+                _, reward, terminated, truncated, _ = self.env.step(action)
+                if terminated or truncated:
+                    break
+            return reward
+
+    workers = [RolloutWorker.remote(str(DATA_DIR)) for _ in range(2)]
+    runs = [(0, plan), (1, [CLOSING]), (2, plan), (3, [CLOSING])]  # skipping the work scores 0
+    rewards = ray.get([workers[i % 2].rollout.remote(seed, a) for i, (seed, a) in enumerate(runs)])
+    assert rewards == [1.0, 0.0, 1.0, 0.0]
+    for worker in workers:
+        ray.kill(worker)
