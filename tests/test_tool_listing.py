@@ -25,6 +25,7 @@ from servers.engine.data import DEMO_DIR
 from servers.engine.errors import DataError
 from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
+from servers.guards import LOOPBACK_HOSTS
 from servers.stdio import build_stdio_server
 from tests.server_support import DATA_DIR, InProcess, serving
 
@@ -89,7 +90,8 @@ async def test_annotations_stay_derived_from_the_engine_tool_kinds() -> None:
 
 
 async def test_demo_data_lists_our_own_descriptions() -> None:
-    app = create_app(domain_names=["mock"], data_dir=DEMO_DIR, settings=ServerSettings())
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, "testserver"))
+    app = create_app(domain_names=["mock"], data_dir=DEMO_DIR, settings=settings)
     async with app.router.lifespan_context(app):
         for side, toolkit in (
             ("agent", domain_spec("mock").agent_tools),
