@@ -20,13 +20,13 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +55,8 @@ class InstantModel:
         module.print = lambda *args, **kwargs: None  # its progress lines would mix with ours
         self.requests = 0
         self.first_request: float | None = None
+        self.first_request_cpu: float | None = None  # the watched process's CPU seconds then
+        self.watch_pid: int | None = None
         self._lock = threading.Lock()
         original = module.reply
 
@@ -63,6 +65,7 @@ class InstantModel:
                 self.requests += 1
                 if self.first_request is None:
                     self.first_request = time.perf_counter()
+                    self.first_request_cpu = process_cpu(self.watch_pid)
             return original(*args, **kwargs)
 
         module.reply = counted
@@ -88,9 +91,21 @@ class InstantModel:
                 time.sleep(0.02)
         raise SystemExit("error: the instant model did not start")
 
-    def reset(self) -> None:
+    def reset(self, pid: int | None = None) -> None:
         with self._lock:
-            self.requests, self.first_request = 0, None
+            self.requests, self.first_request, self.first_request_cpu = 0, None, None
+            self.watch_pid = pid
+
+
+def process_cpu(pid: int | None) -> float | None:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def harness_command(args: argparse.Namespace, save_to: Path, extra: list[str]) -> list[str]:
@@ -116,7 +131,23 @@ def harness_command(args: argparse.Namespace, save_to: Path, extra: list[str]) -
     ]
     if args.profile:
         return [sys.executable, "-c", PROFILED.format(out=args.profile), *run]
-    return [sys.executable, "-c", "from harness.cli import app; app()", *run]
+    return [sys.executable, "-c", MARKED, *run]
+
+
+# The harness with one line on stderr when its first simulation starts (wall clock, CPU so far).
+MARKED = """
+import sys, time
+import harness.runner as runner
+original = runner.Runner.simulate
+def simulate(self, *args, **kwargs):
+    if not getattr(runner, "_bench_marked", False):
+        runner._bench_marked = True
+        print(f"BENCH-FIRST-SIMULATION {time.time()} {time.process_time()}", file=sys.stderr, flush=True)
+    return original(self, *args, **kwargs)
+runner.Runner.simulate = simulate
+from harness.cli import app
+app()
+"""
 
 
 # cProfile with a CPU clock: where the harness spends CPU, not where it waits.
@@ -135,10 +166,21 @@ finally:
 """
 
 
-def run_harness(command: list[str], env: dict[str, str]) -> tuple[float, float, int, float]:
-    """Wall seconds, CPU seconds (user + system), peak RSS in MiB and the spawn time."""
+@dataclass
+class HarnessRun:
+    wall: float  # seconds from spawn to exit
+    cpu: float  # user + system seconds of the harness process
+    rss_mib: int  # peak resident set size
+    first_simulation_wall: float | None  # seconds from spawn to the first simulation's start
+    first_simulation_cpu: float | None  # CPU seconds spent by then
+
+
+def run_harness(command: list[str], env: dict[str, str], model: InstantModel) -> HarnessRun:
+    spawned_epoch = time.time()
     spawned = time.perf_counter()
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    model.reset(proc.pid)
+    model.spawned = spawned
     stderr_lines: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -149,7 +191,13 @@ def run_harness(command: list[str], env: dict[str, str]) -> tuple[float, float, 
     if proc.returncode != 0:
         tail = b"".join(stderr_lines[-20:]).decode(errors="replace")
         raise SystemExit(f"error: tau-harness exited with {proc.returncode}:\n{tail}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, spawned
+    first_wall = first_cpu = None
+    for line in stderr_lines:
+        if line.startswith(b"BENCH-FIRST-SIMULATION "):
+            _, stamp, cpu = line.split()
+            first_wall, first_cpu = float(stamp) - spawned_epoch, float(cpu)
+    cpu_total = usage.ru_utime + usage.ru_stime
+    return HarnessRun(wall, cpu_total, usage.ru_maxrss // 1024, first_wall, first_cpu)
 
 
 def count_simulations(path: Path) -> tuple[int, int]:
@@ -172,26 +220,35 @@ def environment(model: InstantModel) -> dict[str, str]:
 
 
 def startup(args: argparse.Namespace, model: InstantModel, env: dict[str, str]) -> None:
-    """Time from spawning `tau-harness run` to its first model request, best of a few runs."""
-    best_first, best_wall, best_cpu = float("inf"), float("inf"), float("inf")
+    """Start-up of a one-simulation run, best of a few: to the first simulation's start (what
+    the goal counts: imports, domain loading, server app) and to its first model request."""
+    runs = []
     for _ in range(args.startup_runs):
-        model.reset()
         with tempfile.TemporaryDirectory() as tmp:
             extra = ["--num-tasks", "1", "--num-trials", "1", "--max-concurrency", "1"]
-            command = harness_command(args, Path(tmp) / "r.json", extra)
-            wall, cpu, _, spawned = run_harness(command, env)
+            run = run_harness(harness_command(args, Path(tmp) / "r.json", extra), env, model)
         assert model.first_request is not None, "the harness made no model request"
-        best_first = min(best_first, model.first_request - spawned)
-        best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
-    met = "met" if best_first <= GOAL_STARTUP_S else "NOT met"
+        runs.append((run, model.first_request - model.spawned, model.first_request_cpu))
+    best = min(runs, key=lambda r: r[0].first_simulation_cpu or r[0].cpu)
+    run, request_wall, request_cpu = best
+    sim_cpu = run.first_simulation_cpu
+    met = "met" if sim_cpu is not None and sim_cpu <= GOAL_STARTUP_S else "NOT met"
     print(
-        f"start-up to first model request: {best_first:.2f} s (best of {args.startup_runs}; "
-        f"goal <= {GOAL_STARTUP_S} s: {met}); one-simulation run: wall {best_wall:.2f} s, CPU {best_cpu:.2f} s"
+        f"start-up to first simulation: CPU {_s(sim_cpu)}, wall {_s(run.first_simulation_wall)} "
+        f"(best of {args.startup_runs}; goal <= {GOAL_STARTUP_S} s on a quiet machine, where "
+        f"start-up wall = its CPU: {met})"
+    )
+    print(
+        f"start-up to first model request (includes importing litellm): CPU {_s(request_cpu)}, "
+        f"wall {_s(request_wall)}; one-simulation run: CPU {run.cpu:.2f} s, wall {run.wall:.2f} s"
     )
 
 
+def _s(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} s"
+
+
 def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str]) -> None:
-    model.reset()
     with tempfile.TemporaryDirectory() as tmp:
         save_to = Path(tmp) / "results.json"
         extra = [
@@ -204,22 +261,29 @@ def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str
             extra += ["--num-tasks", str(args.num_tasks)]
         if args.workers > 1:
             extra += ["--workers", str(args.workers)]
-        wall, cpu, rss_mib, _ = run_harness(harness_command(args, save_to, extra), env)
+        run = run_harness(harness_command(args, save_to, extra), env, model)
         sims, replies = count_simulations(save_to)
     requests = model.requests
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    per_request = cpu * 1000 / max(requests, 1)
+    per_request = run.cpu * 1000 / max(requests, 1)
     met = "met" if per_request <= GOAL_CPU_MS else "NOT met"
     print(
         f"{args.domain}, max-concurrency {args.max_concurrency}, workers {args.workers}: "
         f"{sims} simulations, {requests} model requests ({replies} replies recorded)"
     )
-    print(f"  wall {wall:.2f} s, {sims / wall:.1f} simulations/s, {requests / wall:.0f} requests/s")
     print(
-        f"  harness CPU {cpu:.2f} s: {per_request:.2f} ms per model request "
+        f"  wall {run.wall:.2f} s: {sims / run.wall:.1f} simulations/s, {requests / run.wall:.0f} requests/s"
+    )
+    print(
+        f"  harness CPU {run.cpu:.2f} s: {per_request:.2f} ms per model request all in "
         f"(goal <= {GOAL_CPU_MS} ms: {met})"
     )
-    print(f"  peak RSS {rss_mib} MiB (largest process); children CPU {children.ru_utime:.1f} s")
+    if model.first_request_cpu is not None:
+        steady = (run.cpu - model.first_request_cpu) * 1000 / max(requests - 1, 1)
+        print(
+            f"  of which start-up {model.first_request_cpu:.2f} s CPU (to the first model request); "
+            f"after it {steady:.2f} ms per model request"
+        )
+    print(f"  peak RSS {run.rss_mib} MiB")
 
 
 def main() -> None:
