@@ -204,7 +204,7 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
         from servers.app import ServerSettings, create_app
     except ImportError as exc:
         raise InfrastructureError(f"the server app is not available ({exc})") from exc
-    app = create_app(domains, settings=ServerSettings(token=token))
+    app = create_app(domains, settings=ServerSettings(token=token, warm=False))
     return await HttpBackend(app=app, token=token).start()
 
 
