@@ -33,7 +33,10 @@ def recorded_requests(fixtures: Path) -> tuple[dict, dict]:
 async def per_call_ms(calls: int, agent: dict, user: dict) -> tuple[float, float]:
     from conversation import llm
 
-    llm.litellm_module()
+    if llm._litellm is None:
+        started = time.process_time()
+        llm.litellm_module()
+        print(f"importing litellm: {time.process_time() - started:.2f} s CPU (once per process)")
     args = {"temperature": 0.0, "seed": 1}
     for _ in range(3):  # warm: connections, routes
         await llm.generate("openai/fake", agent["messages"], tools=agent["tools"], **args)
