@@ -47,6 +47,10 @@ RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 DEFAULT_TIMEOUT_S = 600.0
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 TOOL_CACHE_SIZE = 1024
+# Open connections per model endpoint. Without a cap, hundreds of simulations starting together
+# open hundreds of connections in the same instant, and a server with a short accept backlog
+# drops the excess SYNs: those requests then stall for seconds of TCP retransmission.
+MAX_CONNECTIONS_PER_HOST = 32
 
 
 class ModelCallError(RuntimeError):
@@ -241,7 +245,9 @@ def _session() -> Any:
     entry = _clients.get(id(loop))
     if entry is not None and entry[0] is loop and not entry[1].closed:
         return entry[1]
-    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
+    connector = aiohttp.TCPConnector(
+        limit=0, limit_per_host=MAX_CONNECTIONS_PER_HOST, keepalive_timeout=30
+    )
     session = aiohttp.ClientSession(connector=connector)
     keeper = _close_at_shutdown(session)
     loop.create_task(keeper.__anext__())
