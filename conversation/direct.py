@@ -116,9 +116,15 @@ _clients: dict[int, tuple[asyncio.AbstractEventLoop, Any, Any]] = {}
 _priced: dict[str, bool] = {}
 
 
+# Settings a route reads from the environment; part of the cache key, so changing one (a test
+# pointing at another fake server, a rotated key) builds a new route.
+ROUTE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "OPENAI_ORGANIZATION")
+
+
 def _key(model: str, args: dict[str, Any], has_tools: bool, tool_choice: Any) -> tuple:
     items = tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in args.items()))
-    return (model, items, has_tools, json.dumps(tool_choice, default=str))
+    env = tuple(os.environ.get(name) for name in ROUTE_ENV)
+    return (model, items, has_tools, json.dumps(tool_choice, default=str), env)
 
 
 def route_for(

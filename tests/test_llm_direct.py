@@ -120,3 +120,16 @@ def _same_message(a: ChatMessage, b: ChatMessage) -> None:
         assert tool_call.pop("id").startswith("call_")
     assert left == right
     assert (a.raw_data or {}).get("model") == (b.raw_data or {}).get("model")
+
+
+async def test_a_changed_base_url_in_the_environment_takes_effect(monkeypatch):
+    from tests.fake_llm_server import FakeLLMServer
+
+    for _ in range(2):
+        with FakeLLMServer() as server:
+            monkeypatch.setenv("OPENAI_API_BASE", server.api_base)
+            monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
+            server.script("env-model", text("hello"))
+            reply = await llm.generate("openai/env-model", CONVERSATION, num_retries=0)
+            assert reply.content == "hello"
+            assert len(server.requests["env-model"]) == 1
