@@ -285,7 +285,9 @@ async def post(route: Route, body: dict[str, Any]) -> dict[str, Any]:
                 retry_after = response.headers.get("retry-after")
         except (TimeoutError, aiohttp.ClientError) as exc:
             if last:
-                raise ModelCallError(f"{route.provider}/{route.model}: {exc!r}") from exc
+                raise ModelCallError(
+                    f"{route.provider}/{route.model}: cannot reach {route.url} ({type(exc).__name__}: {exc})"
+                ) from exc
             await asyncio.sleep(_backoff(attempt, None))
             continue
         if status < 400:

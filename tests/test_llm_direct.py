@@ -133,3 +133,11 @@ async def test_a_changed_base_url_in_the_environment_takes_effect(monkeypatch):
             reply = await llm.generate("openai/env-model", CONVERSATION, num_retries=0)
             assert reply.content == "hello"
             assert len(server.requests["env-model"]) == 1
+
+
+async def test_an_unreachable_endpoint_is_one_clear_error():
+    from tests.fake_llm_server import _free_port
+
+    args = {"api_base": f"http://127.0.0.1:{_free_port()}/v1", "api_key": "k", "num_retries": 0}
+    with pytest.raises(direct.ModelCallError, match="cannot reach http://127.0.0.1"):
+        await llm.generate("openai/nobody-home", CONVERSATION, **args)
