@@ -10,9 +10,10 @@ import json
 import os
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
+from conversation import direct
 from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
@@ -28,6 +29,10 @@ _request_gate: RequestGate | None = None
 def set_request_gate(gate: RequestGate | None) -> None:
     global _request_gate
     _request_gate = gate
+
+
+def _gated(model: str) -> AbstractAsyncContextManager[Any]:
+    return _request_gate(model) if _request_gate is not None else nullcontext()
 
 
 def litellm_module():
@@ -83,6 +88,9 @@ def _parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _cost(litellm, response: Any) -> float:
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if hidden.get("response_cost") is not None:  # litellm priced it already during the call
+        return float(hidden["response_cost"])
     try:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # noqa: BLE001 - unknown models simply cost nothing we can compute
@@ -98,20 +106,27 @@ async def generate(
     role: str = "assistant",
     **llm_args: Any,
 ) -> ChatMessage:
-    """One model reply as a message with the given role, carrying cost and token usage."""
+    """One model reply as a message with the given role, carrying cost and token usage.
+
+    OpenAI-compatible models take litellm's cheap route (`conversation.direct`): the same request
+    body, built by litellm once per call shape, without its per-call bookkeeping."""
     litellm = litellm_module()
     kwargs = dict(llm_args)
     kwargs.setdefault("num_retries", 3)
+    wire = [to_openai(m) for m in messages]
+    choice_arg = (tool_choice or "auto") if tools else None
+    route = direct.route_for(litellm, model, kwargs, bool(tools), choice_arg)
+    if route is not None:
+        started = time.perf_counter()
+        async with _gated(model):
+            data = await direct.post(route, route.body(wire, tools, choice_arg))
+        return _from_json(data, role, model, direct.elapsed_since(started), litellm, route)
     if tools:
         kwargs["tools"] = tools
-        kwargs["tool_choice"] = tool_choice or "auto"
-    wire_messages = [to_openai(m) for m in messages]
+        kwargs["tool_choice"] = choice_arg
     started = time.perf_counter()
-    if _request_gate is None:
-        response = await litellm.acompletion(model=model, messages=wire_messages, **kwargs)
-    else:
-        async with _request_gate(model):
-            response = await litellm.acompletion(model=model, messages=wire_messages, **kwargs)
+    async with _gated(model):
+        response = await litellm.acompletion(model=model, messages=wire, **kwargs)
     elapsed = time.perf_counter() - started
     choice = response.choices[0].message
     tool_calls = [
@@ -137,4 +152,38 @@ async def generate(
             "model": getattr(response, "model", model),
             "generation_seconds": round(elapsed, 3),
         },
+    )
+
+
+def _from_json(
+    data: dict[str, Any], role: str, model: str, elapsed: float, litellm: Any, route: Any
+) -> ChatMessage:
+    """A chat-completions reply (plain JSON) as a message, as the litellm path would make it."""
+    try:
+        choice = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise direct.ModelCallError(f"{model}: reply without choices: {str(data)[:200]}") from None
+    tool_calls = [
+        ToolCall(
+            id=tc.get("id") or f"call_{i}",
+            name=(tc.get("function") or {}).get("name") or "",
+            arguments=_parse_arguments((tc.get("function") or {}).get("arguments")),
+        )
+        for i, tc in enumerate(choice.get("tool_calls") or [])
+    ]
+    usage = data.get("usage")
+    return ChatMessage(
+        role=role,  # type: ignore[arg-type]
+        content=choice.get("content"),
+        tool_calls=tool_calls or None,
+        cost=direct.cost(litellm, route, usage),
+        usage=(
+            {
+                "completion_tokens": usage.get("completion_tokens"),
+                "prompt_tokens": usage.get("prompt_tokens"),
+            }
+            if usage
+            else None
+        ),
+        raw_data={"model": data.get("model") or model, "generation_seconds": elapsed},
     )

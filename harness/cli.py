@@ -126,7 +126,7 @@ def _load_domain(name: str, data_dir: Path | None):
     from servers.domains.registry import load_domains
 
     domain = load_domains([name], data_dir)[name]
-    domain.warm()
+    domain.load()  # canonical forms wait for the first grading: start-up reaches work sooner
     return domain
 
 

@@ -1,7 +1,9 @@
 """Benchmark tau-server on loopback: a real `tau-server serve` (uvicorn) in a subprocess.
 
 Prints the p50 of an MCP tool call round trip over HTTP, the p50 of episode creation through
-`POST /{domain}/episodes`, and calls per second with many concurrent episodes.
+`POST /{domain}/episodes`, the server process's CPU per tool call next to the transport's floor
+(an MCP `ping` and a plain `GET /health` on the same server), and calls per second with many
+concurrent episodes.
 
     python scripts/bench_server.py [--domain airline] [--data-dir DIR] [--episodes 200]
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -116,11 +119,44 @@ async def tool_call(
     assert not result.get("isError"), result
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def server_cpu_per_request(pid: int, send, count: int) -> float:
+    """Milliseconds of the server process's CPU per request, over `count` sequential requests
+    (what the server spends, whatever the client and the machine's load add to the round trip)."""
+    before = process_cpu(pid)
+    for i in range(count):
+        await send(i)
+    return (process_cpu(pid) - before) * 1000 / count
+
+
+def engine_cpu_per_call(domain: str, name: str, args: dict, data_dir: str | None, n: int) -> float:
+    """Milliseconds of CPU per call of the same tool on the engine directly (no transport)."""
+    from servers.domains.registry import load_domains
+    from servers.engine.episode import EpisodeStore
+
+    store = EpisodeStore(load_domains([domain], data_dir))
+    episode = store.create(domain, None)
+    started = time.process_time()
+    for _ in range(n):
+        with episode.lock:
+            episode.call("agent", name, args)
+    return (time.process_time() - started) * 1000 / n
+
+
+DATA_DIR: str | None = None
+
+
 def p50_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-async def run(domain: str, base: str, episodes: int, calls_each: int) -> None:
+async def run(domain: str, base: str, episodes: int, calls_each: int, pid: int) -> None:
     name, args = READ_CALL[domain]
     limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
@@ -143,6 +179,27 @@ async def run(domain: str, base: str, episodes: int, calls_each: int) -> None:
             f"p90 {statistics.quantiles(rtt, n=10)[-1] * 1000:.2f} ms"
         )
         print(f"episode creation via POST /{domain}/episodes: p50 {p50_ms(created):.2f} ms")
+
+        async def call(i: int) -> None:
+            await tool_call(client, agent, headers, name, args, i)
+
+        async def health(i: int) -> None:
+            (await client.get("/health")).raise_for_status()
+
+        samples = 2000
+        tool_cpu = await server_cpu_per_request(pid, call, samples)
+        health_cpu = await server_cpu_per_request(pid, health, samples)
+        goal = "met" if tool_cpu <= 1.0 else "NOT met"
+        print(
+            f"server CPU per tool call ({domain}.{name}, {PROTOCOL}): {tool_cpu:.2f} ms "
+            f"(goal <= 1.0 ms: {goal})"
+        )
+        engine = engine_cpu_per_call(domain, name, args, DATA_DIR, samples)
+        print(
+            f"  of which: the engine's own work {engine:.3f} ms; HTTP floor (uvicorn + starlette "
+            f"+ middleware, GET /health) {health_cpu:.2f} ms; the MCP layer (fastmcp + mcp "
+            f"streamable HTTP, JSON-RPC) the rest, {tool_cpu - engine - health_cpu:.2f} ms"
+        )
 
         paths = [
             (await client.post(f"/{domain}/episodes", json={})).json()["agent_mcp"]
@@ -176,12 +233,12 @@ def main() -> None:
         help="modern: sessionless 2026-07-28; legacy: initialize + Mcp-Session-Id",
     )
     options = parser.parse_args()
-    global PROTOCOL
-    PROTOCOL = options.protocol
+    global PROTOCOL, DATA_DIR
+    PROTOCOL, DATA_DIR = options.protocol, options.data_dir
     print(f"protocol: {PROTOCOL}")
     base, proc = start_server(options.domain, options.data_dir)
     try:
-        asyncio.run(run(options.domain, base, options.episodes, options.calls))
+        asyncio.run(run(options.domain, base, options.episodes, options.calls, proc.pid))
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -40,6 +40,7 @@ from servers.engine.errors import EngineError, UnknownEpisode
 from servers.engine.ids import check_episode_id
 from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
+from servers.fast_calls import FastToolCalls
 from servers.guards import (
     DEFAULT_BODY_TIMEOUT,
     LOOPBACK_HOSTS,
@@ -91,11 +92,16 @@ class TauServer:
         self.settings = settings or ServerSettings()
         self.store = EpisodeStore(domains, capacity=self.settings.capacity)
         self.mcp_apps: dict[tuple[str, str], Starlette] = {}
+        self.fast_calls: dict[tuple[str, str], FastToolCalls] = {}  # see servers/fast_calls.py
         ep_apps: dict[str, ASGIApp] = {}
         for name, domain in domains.items():
             for side in SIDES:
                 server = build_mcp_server(domain, side, episode_from_scope)
                 self.mcp_apps[(name, side)] = server.http_app(path="/mcp", json_response=True)
+                tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
+                fast = FastToolCalls.for_server(server, side, set(tools.specs) if tools else set())
+                if fast is not None:
+                    self.fast_calls[(name, side)] = fast
             ep_server = build_mcp_server(
                 domain,
                 "agent",
@@ -168,6 +174,12 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
+        fast = self.fast_calls.get((domain, side))
+        if fast is not None and episode is not None:
+            replay = await fast.serve(scope, receive, send, episode)
+            if replay is None:
+                return
+            receive = replay
         if episode_id is not None and episode is not None:
             transport_id = dict(scope["headers"]).get(b"mcp-session-id")
             send = mcp_sessions.track(

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx2
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from harness.backends import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
 from harness.backends.retry import IDEMPOTENT, SafeRetryTransport, note_read_only_tools
@@ -23,9 +24,14 @@ IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
 class McpToolSession:
     """One MCP client session on one side of one episode."""
 
-    def __init__(self, client: Any, read_only_tools: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        tools: list[ToolInfo] | None = None,
+        read_only_tools: set[str] | None = None,
+    ) -> None:
         self._client = client
-        self._tools: list[ToolInfo] | None = None
+        self._tools: list[ToolInfo] | None = tools
         self._read_only_tools = read_only_tools
 
     @classmethod
@@ -35,19 +41,29 @@ class McpToolSession:
         client_factory,
         headers: dict[str, str],
         read_only_tools: set[str] | None = None,
+        mode: str = "auto",
+        tools: list[ToolInfo] | None = None,
     ) -> McpToolSession:
+        """`read_only_tools`: the backend's set of tools the server marks read-only, filled in
+        at the first listing. `mode`: "auto" probes the server's protocol era
+        (`server/discover`); a modern version string adopts it without the probe. `tools`: the
+        side's listing if already known."""
         from fastmcp import Client
         from fastmcp.client.transports import StreamableHttpTransport
 
         transport = StreamableHttpTransport(
             url, headers=headers, httpx_client_factory=client_factory
         )
-        client = Client(transport, timeout=120)
+        client = Client(transport, timeout=120, mode=mode)
         try:
             await client.__aenter__()
         except Exception as exc:  # noqa: BLE001 - any connection failure is infrastructure
             raise InfrastructureError(f"cannot open an MCP session at {url}: {exc}") from exc
-        return cls(client, read_only_tools)
+        return cls(client, tools, read_only_tools)
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._client.protocol_version
 
     async def list_tools(self) -> list[ToolInfo]:
         if self._tools is None:
@@ -62,7 +78,9 @@ class McpToolSession:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         try:
-            result = await self._client.call_tool(name, arguments, raise_on_error=False)
+            # The raw MCP result: `call_tool` would re-list the tools to parse structured
+            # output, which the conversation never uses (it shows the model the text).
+            result = await self._client.call_tool_mcp(name, arguments)
         except Exception as exc:  # noqa: BLE001
             raise InfrastructureError(f"MCP call {name} failed: {exc}") from exc
         text = "".join(getattr(block, "text", "") for block in result.content or [])
@@ -91,6 +109,11 @@ class HttpBackend:
         # Tools the server marks read-only: a call to one may be re-sent after a dropped
         # connection (see harness.backends.retry).
         self.read_only_tools: set[str] = set()
+        # Learnt from the first MCP session: every episode of a server speaks the same protocol
+        # era and lists the same tools per (domain, side), so later sessions skip the
+        # `server/discover` probe and the `tools/list` round trip.
+        self._mcp_mode = "auto"
+        self._tool_lists: dict[tuple[str, str], list[ToolInfo]] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> HttpBackend:
@@ -179,9 +202,20 @@ class HttpBackend:
     async def open_session(self, ref: EpisodeRef, side: Side) -> McpToolSession:
         path = ref.agent_mcp if side == "agent" else ref.user_mcp
         url = path if path.startswith("http") else f"{self.base_url}/{path.lstrip('/')}"
-        return await McpToolSession.open(
-            url, self._client_factory, self.headers, self.read_only_tools
+        key = (ref.domain, side)
+        session = await McpToolSession.open(
+            url,
+            self._client_factory,
+            self.headers,
+            self.read_only_tools,
+            self._mcp_mode,
+            self._tool_lists.get(key),
         )
+        if self._mcp_mode == "auto" and session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._mcp_mode = session.protocol_version
+        if key not in self._tool_lists:
+            self._tool_lists[key] = await session.list_tools()
+        return session
 
     def _episode_path(self, ref: EpisodeRef) -> str:
         return f"/{ref.domain}/episodes/{ref.episode_id}"
@@ -221,7 +255,9 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
         raise InfrastructureError(f"the server app is not available ({exc})") from exc
     from servers.guards import LOOPBACK_HOSTS
 
-    settings = ServerSettings(token=token, allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST))
+    settings = ServerSettings(
+        token=token, allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST), warm=False
+    )
     app = create_app(domains, settings=settings)
     return await HttpBackend(app=app, token=token).start()
 

@@ -148,6 +148,11 @@ class Domain:
         layout = self.spec.policy_layout
         return layout(texts) if layout is not None else "\n".join(texts)
 
+    def load(self) -> None:
+        """Read the databases and tasks now, so bad data fails at once; the canonical forms
+        used for hashing are built when first needed (a harness's start-up skips them)."""
+        _ = self.base, self.user_base, self.tasks
+
     def warm(self) -> None:
         """Load and cache everything now (a server does this before taking traffic)."""
         self.base.warm()

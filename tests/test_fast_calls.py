@@ -1,0 +1,97 @@
+"""The short path for sessionless tools/call answers exactly what FastMCP answers.
+
+Two server apps on the same data: one with the short path, one with it switched off
+(`TAU_MCP_FULL_PATH=1`). Every request below must get the same status and the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.harness_support import domain_available, load
+
+pytestmark = pytest.mark.skipif(
+    domain_available("airline") is not None, reason=str(domain_available("airline"))
+)
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _request(name: str, arguments, ident=7, header_name: str | None = None, **extra):
+    body = {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": META},
+    }
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": header_name or name,
+        **extra,
+    }
+    return json.dumps(body), headers
+
+
+CASES = [
+    _request("get_user_details", {"user_id": "mia_li_3668"}),
+    _request("get_user_details", {"user_id": "nobody"}, ident="abc"),
+    _request("get_user_details", {}),
+    _request("get_reservation_details", {"reservation_id": "4WQ150"}),
+    _request("cancel_reservation", {"reservation_id": "4WQ150"}),  # a write, then
+    _request("get_reservation_details", {"reservation_id": "4WQ150"}),  # its effect
+    _request("no_such_tool", {}),
+    _request("get_user_details", {"user_id": "mia_li_3668"}, header_name="other"),
+    _request("get_user_details", "not an object"),
+]
+
+
+async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
+    from servers.app import ServerSettings, create_app
+
+    if full_path:
+        monkeypatch.setenv("TAU_MCP_FULL_PATH", "1")
+    else:
+        monkeypatch.delenv("TAU_MCP_FULL_PATH", raising=False)
+    app = create_app({"airline": load("airline")}, settings=ServerSettings(warm=False))
+    assert bool(app.state.tau.fast_calls) is not full_path
+    answers = []
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            episode = (await client.post("/airline/episodes", json={"episode_id": "e1"})).json()
+            for body, headers in CASES:
+                response = await client.post(episode["agent_mcp"], content=body, headers=headers)
+                answers.append((response.status_code, response.content))
+    return answers
+
+
+async def test_short_path_answers_byte_for_byte_like_fastmcp(monkeypatch):
+    from servers.fast_calls import FastToolCalls
+
+    served = []
+    original = FastToolCalls.serve
+
+    async def counting(self, scope, receive, send, episode):
+        replay = await original(self, scope, receive, send, episode)
+        served.append(replay is None)
+        return replay
+
+    monkeypatch.setattr(FastToolCalls, "serve", counting)
+    fast = await _answers(monkeypatch, full_path=False)
+    # the six plain calls of known tools take the short path; the last three go to FastMCP
+    assert served == [True] * 6 + [False] * 3
+    full = await _answers(monkeypatch, full_path=True)
+    for (body, _), got, want in zip(CASES, fast, full, strict=True):
+        assert got == want, body
+    assert fast[0][0] == 200 and b"Mia" in fast[0][1]
+    assert json.loads(fast[4][1])["result"]["isError"] is False

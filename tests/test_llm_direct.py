@@ -1,0 +1,143 @@
+"""The cheap model-call route sends what litellm's full path sends and reads replies the same way.
+
+Every case runs twice against the recording fake server: once through `litellm.acompletion`
+(`TAU_LITELLM_FULL_PATH=1`) and once through `conversation.direct`; request bodies must be
+equal key for key, and the resulting messages equal field for field.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conversation import direct, llm
+from conversation.messages import ChatMessage, ToolCall, ToolMessage
+from tests.fake_llm_server import FakeLLMServer, call, text
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_user_details",
+            "description": "Look a user up.",
+            "parameters": {
+                "type": "object",
+                "properties": {"user_id": {"type": "string", "pattern": "^[a-z_0-9]+$"}},
+                "required": ["user_id"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "list_all_airports",
+            "description": "All airports.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
+]
+
+CONVERSATION = [
+    {"role": "system", "content": "You are an agent."},
+    ChatMessage(role="assistant", content="Hi! How can I help you today?"),
+    ChatMessage(role="user", content="Please look me up: mia_li_3668."),
+    ChatMessage(
+        role="assistant",
+        tool_calls=[ToolCall(id="call_9", name="get_user_details", arguments={"user_id": "x"})],
+    ),
+    ToolMessage(id="call_9", content='{"name": "Mia"}'),
+]
+
+CASES = [
+    pytest.param({"tools": TOOLS}, {}, id="tools-auto"),
+    pytest.param({"tools": TOOLS, "tool_choice": "required"}, {"seed": 7}, id="tools-required"),
+    pytest.param({}, {"temperature": 0.0, "seed": 626729}, id="no-tools"),
+    pytest.param({"tools": TOOLS}, {"temperature": 0.5, "max_tokens": 64}, id="sampling"),
+]
+
+
+async def _both(server: FakeLLMServer, model: str, reply: dict, monkeypatch, **kwargs):
+    """(full-path body, full-path message, direct body, direct message) for one call."""
+    out = []
+    for full in (True, False):
+        if full:
+            monkeypatch.setenv("TAU_LITELLM_FULL_PATH", "1")
+        else:
+            monkeypatch.delenv("TAU_LITELLM_FULL_PATH", raising=False)
+        server.script(model, reply)
+        message = await llm.generate(f"openai/{model}", CONVERSATION, **kwargs)
+        out += [server.requests[model][-1], message]
+    return out
+
+
+@pytest.mark.parametrize(("tool_args", "sampling"), CASES)
+async def test_direct_route_sends_the_body_litellm_sends(fake, monkeypatch, tool_args, sampling):
+    args = {**fake.llm_args(), **tool_args, **sampling}
+    reply = call("get_user_details", user_id="mia_li_3668")
+    full_body, full_msg, direct_body, direct_msg = await _both(
+        fake, "fake-model", reply, monkeypatch, **args
+    )
+    assert direct_body == full_body
+    assert direct.route_for(llm.litellm_module(), "openai/fake-model", {}, False, None)
+    _same_message(full_msg, direct_msg)
+
+
+async def test_direct_route_reads_text_replies_and_usage_like_litellm(fake, monkeypatch):
+    _, full_msg, _, direct_msg = await _both(
+        fake, "fake-model", text("All done."), monkeypatch, role="user", **fake.llm_args()
+    )
+    assert direct_msg.role == "user" and direct_msg.content == "All done."
+    _same_message(full_msg, direct_msg)
+
+
+async def test_direct_route_prices_a_known_model_as_litellm_does(fake, monkeypatch):
+    model = "gpt-4.1-2025-04-14"
+    full_body, full_msg, direct_body, direct_msg = await _both(
+        fake, model, text("ok"), monkeypatch, **fake.llm_args()
+    )
+    assert direct_body == full_body
+    assert full_msg.cost and full_msg.cost > 0
+    assert direct_msg.cost == pytest.approx(full_msg.cost)
+
+
+def test_unusual_calls_take_litellm_full_path():
+    litellm = llm.litellm_module()
+    schema = {"type": "json_object"}
+    assert direct.route_for(litellm, "openai/x", {"response_format": schema}, False, None) is None
+    assert direct.route_for(litellm, "anthropic/claude-3-5-sonnet", {}, False, None) is None
+    assert direct.route_for(litellm, "openai/x", {"temperature": 0.0}, False, None) is not None
+
+
+async def test_direct_route_reports_a_refused_call(fake):
+    with pytest.raises(direct.ModelCallError, match="answered 500"):
+        await llm.generate("openai/nothing-scripted", CONVERSATION, **fake.llm_args())
+
+
+def _same_message(a: ChatMessage, b: ChatMessage) -> None:
+    """Equal but for timestamps, timings and the server's running tool-call ids."""
+    skip = {"timestamp", "raw_data"}
+    left, right = a.model_dump(exclude=skip), b.model_dump(exclude=skip)
+    for tool_call in (left.get("tool_calls") or []) + (right.get("tool_calls") or []):
+        assert tool_call.pop("id").startswith("call_")
+    assert left == right
+    assert (a.raw_data or {}).get("model") == (b.raw_data or {}).get("model")
+
+
+async def test_a_changed_base_url_in_the_environment_takes_effect(monkeypatch):
+    from tests.fake_llm_server import FakeLLMServer
+
+    for _ in range(2):
+        with FakeLLMServer() as server:
+            monkeypatch.setenv("OPENAI_API_BASE", server.api_base)
+            monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
+            server.script("env-model", text("hello"))
+            reply = await llm.generate("openai/env-model", CONVERSATION, num_retries=0)
+            assert reply.content == "hello"
+            assert len(server.requests["env-model"]) == 1
+
+
+async def test_an_unreachable_endpoint_is_one_clear_error():
+    from tests.fake_llm_server import _free_port
+
+    args = {"api_base": f"http://127.0.0.1:{_free_port()}/v1", "api_key": "k", "num_retries": 0}
+    with pytest.raises(direct.ModelCallError, match="cannot reach http://127.0.0.1"):
+        await llm.generate("openai/nobody-home", CONVERSATION, **args)
