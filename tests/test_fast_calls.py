@@ -67,7 +67,7 @@ async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
     answers = []
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             episode = (await client.post("/airline/episodes", json={"episode_id": "e1"})).json()
             for body, headers in CASES:
                 response = await client.post(episode["agent_mcp"], content=body, headers=headers)
