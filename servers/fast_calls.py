@@ -50,7 +50,9 @@ class FastToolCalls:
             return None
         import fastmcp
 
-        return cls(side, tool_names, server.name, fastmcp.__version__)
+        # The version FastMCP itself reports for this server (ours when it was given one).
+        version = getattr(server, "version", None) or fastmcp.__version__
+        return cls(side, tool_names, server.name, str(version))
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
