@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -22,10 +23,10 @@ def token_from_env(explicit: str | None) -> str | None:
     return token or None
 
 
-async def send_json_error(
-    send: Send, status: int, message: str, headers: list | None = None
+async def send_json(
+    send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
-    body = json.dumps({"error": message}).encode()
+    """Answer with an already-encoded JSON body (the one raw-ASGI response all guards use)."""
     await send(
         {
             "type": "http.response.start",
@@ -33,11 +34,17 @@ async def send_json_error(
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                *(headers or []),
+                *headers,
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_json_error(
+    send: Send, status: int, message: str, headers: list | None = None
+) -> None:
+    await send_json(send, status, json.dumps({"error": message}).encode(), headers or ())
 
 
 class BearerTokenGuard:

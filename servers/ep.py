@@ -25,6 +25,7 @@ from servers.auth import send_json_error
 from servers.engine.episode import Episode, EpisodeStore
 from servers.engine.errors import EngineError, NotFound, UnknownEpisode
 from servers.engine.ids import ID_RULE, is_safe_episode_id
+from servers.guards import replay_body
 from servers.integrations.ep_grade import SessionGrader
 
 SESSION_HEADER = "mcp-session-id"
@@ -251,7 +252,7 @@ class EvalProtocolBridge:
         try:
             if scope["method"] == "POST":
                 body = await _read_body(receive)
-                receive = _replay(body, receive)
+                receive = replay_body(body, receive)
                 extra = initialize_extra(body)
                 if extra is not None and extra.get("session_id") is not None:
                     episode = self.open_session(domain, extra)
@@ -397,17 +398,3 @@ async def _read_body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive channel that hands the already-read body over once, then defers."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

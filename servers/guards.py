@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from servers.auth import send_json
+
 LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 MAX_JSON_DEPTH = 64  # the deepest real body (a replayed booking) is about 8 levels
 MAX_NUMBER_CHARS = 100  # Python refuses ints past 4,300 digits; nothing real is past 20
@@ -65,19 +67,7 @@ async def send_error(
     code: int = JSONRPC_INVALID_REQUEST,
     headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
-    body = error_body(scope.get("path", ""), message, code)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, status, error_body(scope.get("path", ""), message, code), headers)
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -319,7 +309,7 @@ class JsonBodyGuard:
             if problem is not None:
                 await send_error(send, scope, 400, problem, code)
                 return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay_body(body, receive), send)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:
@@ -333,7 +323,7 @@ async def _read_body(receive: Receive) -> tuple[bytes, bool]:
             return b"".join(chunks), False
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """A receive channel that hands the already-read body over once, then defers."""
     sent = False
 

@@ -23,9 +23,25 @@ from servers.guards import LOOPBACK_HOSTS
 from tests.conformance import DATA_DIR
 
 ORIGIN = "http://testserver"
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 needs_data = pytest.mark.skipif(
     not (DATA_DIR / "tau2" / "domains").is_dir(), reason=f"reference data not found at {DATA_DIR}"
 )
+
+
+def mcp_initialize(client: str = "probe", version: str = "0", **client_extra) -> dict:
+    """A raw JSON-RPC `initialize` request (id 1) from client `client`; keyword arguments are
+    extra `clientInfo` fields (Eval Protocol's `_extra`, say)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": version, **client_extra},
+        },
+    }
 
 
 def domain_ready(name: str) -> str | None:

@@ -9,27 +9,16 @@ from typer.testing import CliRunner
 
 from harness.cli import app as harness_app
 from servers.integrations.ep_stock import build_app, build_parser
-from tests.server_support import DATA_DIR, InProcess, needs_data
+from tests.server_support import DATA_DIR, InProcess, mcp_initialize, needs_data
 
 pytestmark = needs_data
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def _initialize(session_id: str, config: dict) -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {
-                "name": "reward-kit",
-                "version": "1.0.0",
-                "_extra": {"session_id": session_id, "config": config},
-            },
-        },
-    }
+    return mcp_initialize(
+        "reward-kit", "1.0.0", _extra={"session_id": session_id, "config": config}
+    )
 
 
 async def _session(client, session_id: str, config: dict) -> str:

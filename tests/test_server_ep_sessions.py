@@ -5,25 +5,16 @@ from __future__ import annotations
 import pytest
 
 import servers.ep
-from tests.server_support import needs_data, serving
+from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
 
 pytestmark = needs_data
 
-MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+MCP = MCP_HEADERS
 
 
 def _init(session_id: str, task_id: str | None) -> dict:
     extra = {"session_id": session_id, "seed": 1, "config": {"domain": "mock", "task_id": task_id}}
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "reward-kit", "version": "1.0.0", "_extra": extra},
-        },
-    }
+    return mcp_initialize("reward-kit", "1.0.0", _extra=extra)
 
 
 async def _initialize(http, session_id: str, task_id: str | None):

@@ -8,22 +8,13 @@ import json
 import pytest
 
 from servers.guards import json_shape_problem
-from tests.server_support import needs_data, serving
+from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
 
 pytestmark = needs_data
 
 JSON = {"content-type": "application/json"}
-MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
+MCP = MCP_HEADERS
+INIT = mcp_initialize("probe")
 CREATE_TASK = {
     "calls": [{"requestor": "assistant", "name": "create_task", "arguments": {"user_id": "user_1"}}]
 }

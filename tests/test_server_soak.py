@@ -4,21 +4,12 @@ never closed ends with its episode, so abandoned sessions do not pile up for 30 
 from __future__ import annotations
 
 from servers.mcp_sessions import session_manager_of
-from tests.server_support import needs_data, serving
+from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
 
 pytestmark = needs_data
 
-MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "soak", "version": "0"},
-    },
-}
+MCP = MCP_HEADERS
+INIT = mcp_initialize("soak")
 
 
 async def test_unclosed_mcp_sessions_end_with_their_episode() -> None:

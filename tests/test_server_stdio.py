@@ -9,7 +9,7 @@ import sys
 from typer.testing import CliRunner
 
 from servers.cli import app
-from tests.server_support import DATA_DIR, needs_data
+from tests.server_support import DATA_DIR, mcp_initialize, needs_data
 
 pytestmark = needs_data
 
@@ -42,19 +42,7 @@ def test_raw_json_rpc_over_stdio() -> None:
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        init = _exchange(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            },
-        )
+        init = _exchange(proc, mcp_initialize("raw"))
         assert init["result"]["serverInfo"]["name"] == "tau2-mock-user"
         _exchange(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         listed = _exchange(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})

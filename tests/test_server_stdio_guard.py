@@ -11,18 +11,9 @@ import threading
 
 from servers.stdio_guard import check_line
 from tests.conformance import DATA_DIR
-from tests.server_support import needs_data
+from tests.server_support import mcp_initialize, needs_data
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
+INIT = mcp_initialize("probe")
 BAD_LINES = [
     ("[" * 100_000 + "]" * 100_000, None, -32700),
     (

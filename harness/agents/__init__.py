@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
+from conversation.plugins import plugin_class
 from harness.agents.base import Agent, AgentContext
 from harness.agents.gt_agent import GTAgent
 from harness.agents.llm_agent import LLMAgent, SoloAgent
@@ -21,23 +18,14 @@ BUILTIN_AGENTS: dict[str, type[Agent]] = {
 
 def agent_class(name: str) -> type[Agent]:
     """A built-in agent by name, or a plug-in given as `package.module:ClassName`."""
-    if name in BUILTIN_AGENTS:
-        return BUILTIN_AGENTS[name]
-    if ":" not in name:
-        raise ValueError(
-            f"unknown agent '{name}' (use one of {', '.join(BUILTIN_AGENTS)} or module:Class)"
-        )
-    module_name, _, class_name = name.partition(":")
-    if os.getcwd() not in sys.path:  # console scripts do not look in the working directory
-        sys.path.append(os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import agent module '{module_name}': {exc}") from None
-    cls = getattr(module, class_name, None)
-    if not isinstance(cls, type) or not issubclass(cls, Agent):
-        raise ValueError(f"'{name}' is not a subclass of harness.agents.Agent")
-    return cls
+    return plugin_class(
+        name,
+        BUILTIN_AGENTS,
+        Agent,
+        kind="agent",
+        base_label="harness.agents.Agent",
+        search_cwd=True,  # console scripts do not look in the working directory
+    )
 
 
 __all__ = [

@@ -1,21 +1,4 @@
 """Where episodes live: the in-process server, a remote `tau-server`, or the bare engine."""
 
-from harness.backends.base import (
-    EpisodeBackend,
-    EpisodeRef,
-    InfrastructureError,
-    Side,
-    ToolInfo,
-    ToolResult,
-    ToolSession,
-)
-
-__all__ = [
-    "EpisodeBackend",
-    "EpisodeRef",
-    "InfrastructureError",
-    "Side",
-    "ToolInfo",
-    "ToolResult",
-    "ToolSession",
-]
+from harness.backends.base import *  # noqa: F403 - the protocols, re-exported as base lists them
+from harness.backends.base import __all__  # noqa: F401
