@@ -14,13 +14,19 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conversation.llm import DEFAULT_LLM
+from conversation.llm import DEFAULT_LLM, set_request_gate
 from harness.backends import InfrastructureError
 from harness.distributed.limits import parse_provider_limits
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.preflight import check_models, judge_use, models_called, needs_judge
+from harness.preflight import (
+    check_models,
+    first_request_check,
+    judge_use,
+    models_called,
+    needs_judge,
+)
 from harness.prompt_sets import help_defaults
 from harness.report import (
     print_conversation,
@@ -37,7 +43,7 @@ from harness.run_outcome import (
     interrupted_message,
     progress_rate,
 )
-from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, select_tasks
+from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, make_runner, select_tasks
 from servers.engine.errors import EngineError
 
 app = typer.Typer(
@@ -61,6 +67,7 @@ from harness.serve.cli import serve as _serve  # noqa: E402 - outside agents (ha
 app.command("serve")(_serve)
 
 NO_JUDGE = {"none", "off", "no", ""}
+TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
 _FROM = (
     "from the data folder's reference texts"
@@ -293,15 +300,19 @@ async def _run(
     agent_cmd: str | None = None,
     timeout: float | None = None,
 ) -> list[dict[str, Any]]:
-    from harness.serve.command import make_runner
-
     backend = await _backend(domain, server, token)
     pool = None
     try:
         runner = make_runner(backend, domain, config, agent_cmd, timeout)
         tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
-        # so does a missing API key (for the models as resolved: defaults filled in)
-        check_models(models_called(runner.config, tasks, runner.grader.judge))
+        # so does a missing API key (for the models as resolved: defaults filled in). When the
+        # agent or user calls a model, every simulation starts with a model request: the check
+        # waits for the first one, so start-up does not import litellm. Otherwise (only the
+        # judge, late in a simulation; or Ray workers calling the models) it runs now.
+        uses = models_called(runner.config, tasks, runner.grader.judge)
+        check_now = ray_address is not None or not any(u.role in TURN_ROLES for u in uses)
+        if check_now:
+            check_models(uses)
         if ray_address is not None:
             from harness.distributed.ray_pool import RayPool
 
@@ -313,11 +324,13 @@ async def _run(
                 provider_limits=provider_limits,
             )
             runner.executor = pool
-        elif provider_limits:
-            from conversation.llm import set_request_gate
-            from harness.distributed.limits import LocalProviderLimits
+        else:
+            limits = None
+            if provider_limits:
+                from harness.distributed.limits import LocalProviderLimits
 
-            set_request_gate(LocalProviderLimits(provider_limits).gate)
+                limits = LocalProviderLimits(provider_limits).gate
+            set_request_gate(first_request_check([] if check_now else uses, limits))
         passed = finished = infra = 0
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -340,9 +353,15 @@ async def _run(
                     infra += 1
                 progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
 
-            results = await runner.run(
-                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
-            )
+            try:
+                results = await runner.run(
+                    on_done, lambda todo: progress.update(bar, total=todo, visible=True)
+                )
+            except ConfigError:
+                # The run stops before it did anything (say, a missing key found as the first
+                # model request went out): the error alone, no empty bar.
+                progress.update(bar, visible=False)
+                raise
         print_summary(
             console,
             results.simulations,
@@ -356,10 +375,7 @@ async def _run(
     finally:
         if pool is not None:
             pool.close()
-        if provider_limits:
-            from conversation.llm import set_request_gate
-
-            set_request_gate(None)
+        set_request_gate(None)
         await backend.close()
 
 

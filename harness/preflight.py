@@ -1,27 +1,31 @@
-"""Before a run starts: can every model it will call be reached with the keys that are set?
+"""Can every model a run will call be reached with the keys that are set?
 
 Without this, a missing key shows up only after every simulation has spent its retries (half a
 minute of backoff each), as a table of infrastructure errors. litellm knows which environment
-variables each provider needs; we ask it for the models this run will really call, and only then
-import it (it is slow to import). A model given an `api_base` (in its arguments, or through the
-provider's base-URL variable) is a local or self-hosted server that may need no key at all, so a
-missing key is not held against it.
+variables each provider needs; we ask it for the models this run will really call. litellm is
+slow to import (seconds), so a local run asks when its first model request is about to go out
+(`first_request_check`): start-up stays short, and a missing key still stops the run before any
+request is sent or any simulation recorded. A model given an `api_base` (in its arguments, or
+through the provider's base-URL variable) is a local or self-hosted server that may need no key
+at all, so a missing key is not held against it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from harness.errors import ConfigError
 from servers.engine.tasks import Task
 
 AGENTS_WITH_MODEL = {"llm", "solo", "gt"}
 USERS_WITH_MODEL = {"llm"}
 
 
-class MissingModelKey(ValueError):
+class MissingModelKey(ConfigError):
     """A model the run will call cannot be reached; the message says what to set."""
 
 
@@ -113,3 +117,31 @@ def check_models(uses: list[ModelUse]) -> None:
         reason = problem(use)
         if reason:
             raise MissingModelKey(reason)
+
+
+RequestGate = Callable[[str], AbstractAsyncContextManager[Any]]
+
+
+def first_request_check(uses: list[ModelUse], inner: RequestGate | None = None) -> RequestGate:
+    """A request gate (see `conversation.llm.set_request_gate`) that checks `uses` once, as the
+    run's first model request is about to be sent, and then lets requests through `inner`.
+    Every request after a failed check raises the same MissingModelKey, which stops the run."""
+    outcome: list[MissingModelKey | None] = []
+
+    @asynccontextmanager
+    async def gate(model: str) -> AsyncIterator[None]:
+        if not outcome:
+            try:
+                check_models(uses)
+                outcome.append(None)
+            except MissingModelKey as exc:
+                outcome.append(exc)
+        if outcome[0] is not None:
+            raise outcome[0]
+        if inner is None:
+            yield
+        else:
+            async with inner(model):
+                yield
+
+    return gate

@@ -186,6 +186,12 @@ class ResultsFile:
         if self.path is not None:
             journal_path(self.path).unlink(missing_ok=True)
 
+    def discard(self) -> None:
+        """Remove the results file and journal this run wrote (nothing of value in them)."""
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            journal_path(self.path).unlink(missing_ok=True)
+
     def document(self) -> dict[str, Any]:
         return {**self.header, "simulations": self.simulations}
 

@@ -17,6 +17,7 @@ from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.errors import ConfigError
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA
 from harness.orchestrator import (
@@ -46,9 +47,7 @@ from simulator.registry import user_class
 
 DEFAULT_SEED = 300
 
-
-class ConfigError(ValueError):
-    """A run was asked for something it cannot do; the message says what."""
+__all__ = ["ConfigError", "RunConfig", "Runner", "make_runner", "select_tasks"]
 
 
 class SimulationExecutor(Protocol):
@@ -389,7 +388,8 @@ class Runner:
             [t.model_dump(mode="json", exclude_none=True) for t in tasks],
         )
         done: set[tuple[str, int]] = set()
-        if config.save_to is not None and Path(config.save_to).exists():
+        fresh = config.save_to is None or not Path(config.save_to).exists()
+        if not fresh:
             done = self._resume(results, Path(config.save_to))
         seeds = trial_seeds(config.seed, config.num_trials)
         todo = [
@@ -413,7 +413,14 @@ class Runner:
             if on_done is not None:
                 on_done(sim)
 
-        await gather_or_cancel(*(one(task, trial) for task, trial in todo))
+        try:
+            await gather_or_cancel(*(one(task, trial) for task, trial in todo))
+        except ConfigError:
+            # The run could not start for real (say, a model's key is missing, found as the
+            # first request went out): a file this run created holds nothing worth keeping.
+            if fresh and not results.simulations:
+                results.discard()
+            raise
         results.finish()
         return results
 
@@ -436,3 +443,25 @@ class Runner:
             done.add(key)
             results.add(sim, save=False)
         return done
+
+
+def make_runner(
+    backend: EpisodeBackend,
+    domain: Domain,
+    config: RunConfig,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
+) -> Runner:
+    """The runner for `tau-harness run`: the command runner for `--agent cmd` (which hosts an
+    MCP server, so its modules load only then), else the usual."""
+    if config.agent == "cmd":
+        if not agent_cmd or not agent_cmd.strip():
+            raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
+        from harness.serve.command import CommandRunner
+
+        return CommandRunner(backend, domain, config, agent_cmd, timeout)
+    if agent_cmd:
+        raise ConfigError("--agent-cmd goes with --agent cmd")
+    if timeout is not None:
+        raise ConfigError("--timeout applies to --agent cmd runs only")
+    return Runner(backend, domain, config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from servers import mcp_sessions
 from servers.auth import (
@@ -48,8 +48,7 @@ from servers.guards import (
     HostOriginGuard,
     JsonBodyGuard,
 )
-from servers.integrations.ep_grade import record_tool_calls
-from servers.mcp_tools import build_mcp_server
+from servers.mcp_apps import McpApps
 
 log = logging.getLogger("tau.server")
 
@@ -68,6 +67,9 @@ class ServerSettings:
     capacity: int = 20_000
     wrap_ep_results: bool | None = None  # None: $TAU_EP_WRAP_RESULTS, default on
     warm: bool = True  # load every domain's data before taking traffic
+    # Build the FastMCP apps on first need instead of at start (see servers.mcp_apps): for a
+    # server in the harness's own process, whose clients only list and call tools.
+    lazy_mcp: bool = False
     # `Host` names answered (DNS-rebinding guard) and browser origins allowed (CORS).
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ()
@@ -91,29 +93,51 @@ class TauServer:
         self.domains = domains
         self.settings = settings or ServerSettings()
         self.store = EpisodeStore(domains, capacity=self.settings.capacity)
-        self.mcp_apps: dict[tuple[str, str], Starlette] = {}
+        lazy = self.settings.lazy_mcp
+        self.mcp_apps = McpApps(
+            {
+                (name, side): self._side_app_builder(name, side)
+                for name in domains
+                for side in SIDES
+            },
+            lazy=lazy,
+        )
         self.fast_calls: dict[tuple[str, str], FastToolCalls] = {}  # see servers/fast_calls.py
-        ep_apps: dict[str, ASGIApp] = {}
         for name, domain in domains.items():
             for side in SIDES:
-                server = build_mcp_server(domain, side, episode_from_scope)
-                self.mcp_apps[(name, side)] = server.http_app(path="/mcp", json_response=True)
-                tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-                fast = FastToolCalls.for_server(server, side, set(tools.specs) if tools else set())
+                fast = FastToolCalls.for_domain(domain, side)
                 if fast is not None:
                     self.fast_calls[(name, side)] = fast
+        ep_apps = McpApps({name: self._ep_app_builder(name) for name in domains}, lazy=lazy)
+        self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
+        self._serializer_limiter: anyio.CapacityLimiter | None = None
+
+    def _side_app_builder(self, domain: str, side: Side):
+        def build():
+            from servers.mcp_tools import build_mcp_server
+
+            server = build_mcp_server(self.domains[domain], side, episode_from_scope)
+            return server.http_app(path="/mcp", json_response=True)
+
+        return build
+
+    def _ep_app_builder(self, domain: str):
+        def build():
+            from servers.integrations.ep_calls import record_tool_calls
+            from servers.mcp_tools import build_mcp_server
+
             ep_server = build_mcp_server(
-                domain,
+                self.domains[domain],
                 "agent",
                 episode_from_scope,
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
-                name=f"tau2-{name}-eval-protocol",
+                name=f"tau2-{domain}-eval-protocol",
             )
             record_tool_calls(ep_server, episode_from_scope)
-            ep_apps[name] = ep_server.http_app(path="/mcp", json_response=True)
-        self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
-        self._serializer_limiter: anyio.CapacityLimiter | None = None
+            return ep_server.http_app(path="/mcp", json_response=True)
+
+        return build
 
     def default_episode(self, domain: str) -> Episode:
         """The domain's shared episode for manual use, created from the domain DB on demand."""
@@ -123,16 +147,15 @@ class TauServer:
         return episode
 
     def all_mcp_apps(self) -> list[Starlette]:
-        return [*self.mcp_apps.values(), *self.ep.mcp_apps.values()]  # type: ignore[list-item]
+        """The MCP apps built so far (all of them unless built on first need)."""
+        return [*self.mcp_apps.built(), *self.ep.mcp_apps.built()]
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette):
         if self.settings.warm:
             for domain in self.domains.values():
                 domain.warm()
-        async with AsyncExitStack() as stack:
-            for sub in self.all_mcp_apps():
-                await stack.enter_async_context(sub.router.lifespan_context(sub))
+        async with self.mcp_apps.running(), self.ep.mcp_apps.running():
             log.info("serving domains: %s", ", ".join(self.domains) or "none")
             yield
 
@@ -156,8 +179,7 @@ class TauServer:
         side: str,
         episode_id: str | None,
     ) -> None:
-        app = self.mcp_apps.get((domain, side))
-        if app is None:
+        if not self.mcp_apps.knows((domain, side)):
             reason = (
                 f"unknown domain '{domain}'"
                 if domain not in self.domains
@@ -180,6 +202,7 @@ class TauServer:
             if replay is None:
                 return
             receive = replay
+        app = await self.mcp_apps.get((domain, side))
         if episode_id is not None and episode is not None:
             transport_id = dict(scope["headers"]).get(b"mcp-session-id")
             send = mcp_sessions.track(

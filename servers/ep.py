@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from servers.auth import send_json_error
 from servers.engine.episode import Episode, EpisodeStore
@@ -27,6 +27,7 @@ from servers.engine.errors import EngineError, NotFound, UnknownEpisode
 from servers.engine.ids import ID_RULE, is_safe_episode_id
 from servers.guards import replay_body
 from servers.integrations.ep_grade import SessionGrader
+from servers.mcp_apps import McpApps
 
 SESSION_HEADER = "mcp-session-id"
 _MAX_TRANSPORTS = 100_000
@@ -124,7 +125,7 @@ class EvalProtocolBridge:
     def __init__(
         self,
         store: EpisodeStore,
-        mcp_apps: dict[str, ASGIApp],
+        mcp_apps: McpApps,
         default_episode: Callable[[str], Episode],
     ) -> None:
         self.store = store
@@ -242,8 +243,7 @@ class EvalProtocolBridge:
     # --- the MCP gateway --------------------------------------------------------------------
     async def gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
         domain = scope["path_params"]["domain"]
-        app = self.mcp_apps.get(domain)
-        if app is None:
+        if not self.mcp_apps.knows(domain):
             await send_json_error(send, 404, f"unknown domain '{domain}'")
             return
         transport_id = _header(scope, SESSION_HEADER)
@@ -278,6 +278,7 @@ class EvalProtocolBridge:
         if scope["method"] == "DELETE" and transport_id:
             self._close_transport(transport_id, self.transports.get(transport_id))
         scope = {**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}
+        app = await self.mcp_apps.get(domain)
         await app(scope, receive, send)
 
     def _episode_for_transport(
@@ -312,7 +313,7 @@ class EvalProtocolBridge:
     # --- control routes ---------------------------------------------------------------------
     def _control_session(self, request: Request) -> tuple[EpSession, Episode | None]:
         domain = request.path_params["domain"]
-        if domain not in self.mcp_apps:
+        if not self.mcp_apps.knows(domain):
             raise NotFound(f"unknown domain '{domain}'")
         session_id = request.headers.get(SESSION_HEADER)
         if not session_id:

@@ -1,13 +1,15 @@
-"""A short path for the hot MCP request: a sessionless `tools/call` of a tool the side has.
+"""A short path for the hot MCP requests: sessionless `tools/call` and `tools/list`.
 
 Over HTTP, a tool call through FastMCP and the MCP SDK's streamable-HTTP transport costs about
 2 ms of server CPU, while the engine's own work is ~0.01 ms: the rest is request routing,
-middleware chains, pydantic models of the JSON-RPC messages and of the result. For the one
-request an evaluation makes hundreds of times per simulation, this answers straight from the
-engine with the response FastMCP would send (same JSON, byte for byte; `tests/test_fast_calls.py`
-checks it). Anything else (legacy sessions, other methods, unknown tools, headers that do not
-match the body, a server with extra FastMCP middleware) is handed to FastMCP unchanged, so every
-validation and error of the real transport still applies there.
+middleware chains, pydantic models of the JSON-RPC messages and of the result. For the request
+an evaluation makes hundreds of times per simulation, and the listing every new client asks for,
+this answers straight from the engine with the response FastMCP would send (`tests/
+test_fast_calls.py` checks it: byte for byte for calls, the same JSON for the listing). Anything
+else (legacy sessions, other methods, unknown tools, headers that do not match the body) is
+handed to FastMCP unchanged, so every validation and error of the real transport still applies
+there. None of this needs FastMCP imported, so an in-process server whose clients only call and
+list tools never loads it (see `servers.mcp_apps`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
+from servers.mcp_listing import server_name, tools_list_result
+from servers.version import package_version
 
 log = logging.getLogger("tau.server")
 
@@ -31,39 +36,41 @@ DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
 
 
 class FastToolCalls:
-    """Answers plain modern `tools/call` requests for one (domain, side) MCP server."""
+    """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
+    endpoint built by `servers.mcp_tools.build_mcp_server`."""
 
-    def __init__(self, side: Side, tool_names: set[str], server_name: str, version: str) -> None:
-        self.side, self.tool_names = side, tool_names
-        self.server_info = {"name": server_name, "version": version}
+    def __init__(self, domain: Domain, side: Side) -> None:
+        tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
+        self.domain, self.side = domain, side
+        self.tool_names = set(tools.specs) if tools is not None else set()
+        # FastMCP reports the version the server was built with: ours.
+        self.server_info = {"name": server_name(domain.name, side), "version": package_version()}
+        self._listing: dict[str, Any] | None = None
 
     @classmethod
-    def for_server(cls, server: Any, side: Side, tool_names: set[str]) -> FastToolCalls | None:
-        """None when the server has middleware beyond the engine's unknown-tool answer: such
-        middleware must see every call, so FastMCP handles them all."""
+    def for_domain(cls, domain: Domain, side: Side) -> FastToolCalls | None:
+        """None when switched off (`TAU_MCP_FULL_PATH`): FastMCP then answers everything."""
         if os.environ.get(DISABLE_ENV):
             return None
-        middleware = getattr(server, "middleware", None)
-        if middleware is None or len(middleware) != 1:
-            return None
-        if type(middleware[0]).__name__ != "UnknownToolsToEngine":
-            return None
-        import fastmcp
-
-        # The version FastMCP itself reports for this server (ours when it was given one).
-        version = getattr(server, "version", None) or fastmcp.__version__
-        return cls(side, tool_names, server.name, str(version))
+        return cls(domain, side)
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
     ) -> Receive | None:
         """Answer the request and return None, or return a `receive` that replays what was read
         so FastMCP can handle the request."""
-        name_header = self._plain_headers(scope) if scope.get("method") == "POST" else None
-        if name_header is None:
+        plain = self._plain_headers(scope) if scope.get("method") == "POST" else None
+        if plain is None:
             return receive
+        method, name_header = plain
         body, tail = await _read_body(receive)
         replay = _replayer(body, tail, receive)
+        if method == b"tools/list":
+            ident = self._parse_listing(body)
+            if ident is None:
+                return replay
+            await _send_json(send, {"jsonrpc": "2.0", "id": ident, "result": self.listing()})
+            return None
         call = self._parse(body, name_header)
         if call is None:
             return replay
@@ -86,33 +93,61 @@ class FastToolCalls:
                 "_meta": {SERVER_INFO_META: self.server_info},
             },
         }
-        payload = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()
-        headers = [
-            (b"content-length", str(len(payload)).encode()),
-            (b"content-type", b"application/json"),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+        await _send_json(send, result)
         return None
 
-    def _plain_headers(self, scope: Scope) -> bytes | None:
-        """The `Mcp-Name` header of a plain modern tools/call request, else None."""
+    def listing(self) -> dict[str, Any]:
+        if self._listing is None:
+            self._listing = tools_list_result(self.domain, self.side, self.server_info)
+        return self._listing
+
+    def _plain_headers(self, scope: Scope) -> tuple[bytes, bytes | None] | None:
+        """(method, `Mcp-Name` header) of a plain modern tools/call or tools/list request,
+        else None."""
         seen: dict[bytes, bytes] = {}
         for key, value in scope.get("headers") or ():
             if key.startswith(b"mcp-param-") or key == b"mcp-session-id":
                 return None  # parameter headers to check, or a legacy session: FastMCP's job
             seen[key] = value
         accept = seen.get(b"accept", b"")
+        method = seen.get(b"mcp-method")
         plain = (
             seen.get(b"mcp-protocol-version") == MODERN_VERSION.encode()
-            and seen.get(b"mcp-method") == b"tools/call"
+            and method in (b"tools/call", b"tools/list")
             and seen.get(b"content-type", b"").split(b";")[0].strip() == b"application/json"
             and b"application/json" in accept
             and b"text/event-stream" in accept
         )
-        return seen.get(b"mcp-name") if plain else None
+        if not plain:
+            return None
+        name = seen.get(b"mcp-name")
+        if method == b"tools/call":
+            return (method, name) if name is not None else None
+        return (method, None) if name is None else None
 
-    def _parse(self, body: bytes, name_header: bytes) -> tuple[Any, str, dict[str, Any]] | None:
+    def _parse_listing(self, body: bytes) -> Any:
+        """The request id of a plain, unpaged modern tools/list request, else None."""
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
+            return None
+        ident, params = message["id"], message["params"]
+        if message["jsonrpc"] != "2.0" or message["method"] != "tools/list":
+            return None
+        if isinstance(ident, bool) or not isinstance(ident, int | str):
+            return None
+        if not isinstance(params, dict) or set(params) != {"_meta"}:
+            return None
+        meta = params["_meta"]
+        if not isinstance(meta, dict) or meta.get(VERSION_META) != MODERN_VERSION:
+            return None
+        return ident
+
+    def _parse(
+        self, body: bytes, name_header: bytes | None
+    ) -> tuple[Any, str, dict[str, Any]] | None:
         try:
             message = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -138,6 +173,17 @@ class FastToolCalls:
         if meta.get(VERSION_META) != MODERN_VERSION:
             return None
         return ident, name, arguments
+
+
+async def _send_json(send: Send, message: dict[str, Any]) -> None:
+    """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out."""
+    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = [
+        (b"content-length", str(len(payload)).encode()),
+        (b"content-type", b"application/json"),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, Message | None]:

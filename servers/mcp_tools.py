@@ -29,6 +29,7 @@ from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
 from servers.engine.tool_listing import tool_listing
 from servers.engine.toolkit import ToolSpec
+from servers.mcp_listing import annotation_hints, server_name, tool_title
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -72,13 +73,8 @@ def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
 
 
 def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
-    """Hints for clients: reads are safe to repeat; writes change the episode's databases."""
-    return ToolAnnotations(
-        read_only_hint=spec.read_only,
-        destructive_hint=False if spec.read_only else spec.mutates,
-        idempotent_hint=spec.read_only,
-        open_world_hint=False,
-    )
+    """Hints for clients (see `servers.mcp_listing.annotation_hints`)."""
+    return ToolAnnotations.model_validate(annotation_hints(spec))
 
 
 class EpisodeTool(Tool):
@@ -156,7 +152,7 @@ def build_mcp_server(
         shape = reference_result
 
     server = FastMCP(
-        name or f"tau2-{domain.name}-{side}",
+        name or server_name(domain.name, side),
         instructions=_instructions(domain, side),
         version=package_version(),
         dereference_schemas=False,
@@ -168,6 +164,7 @@ def build_mcp_server(
         server.add_tool(
             EpisodeTool(
                 name=spec.name,
+                title=tool_title(spec.name),
                 description=spec.description,
                 parameters=spec.input_schema,
                 annotations=tool_annotations(spec),

@@ -95,3 +95,94 @@ async def test_short_path_answers_byte_for_byte_like_fastmcp(monkeypatch):
         assert got == want, body
     assert fast[0][0] == 200 and b"Mia" in fast[0][1]
     assert json.loads(fast[4][1])["result"]["isError"] is False
+
+
+LIST_BODY = json.dumps(
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": META}}
+)
+LIST_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/list",
+}
+
+
+async def _listings(monkeypatch, domain, full_path: bool) -> dict[str, tuple[int, dict]]:
+    from servers.app import ServerSettings, create_app
+
+    if full_path:
+        monkeypatch.setenv("TAU_MCP_FULL_PATH", "1")
+    else:
+        monkeypatch.delenv("TAU_MCP_FULL_PATH", raising=False)
+    app = create_app({domain.name: domain}, settings=ServerSettings(warm=False))
+    sides = ["agent"] + (["user"] if domain.spec.user_tools is not None else [])
+    answers = {}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            await client.post(f"/{domain.name}/episodes", json={"episode_id": "e1"})
+            for side in sides:
+                path = f"/{domain.name}/episodes/e1/{side}/mcp"
+                response = await client.post(path, content=LIST_BODY, headers=LIST_HEADERS)
+                answers[side] = (response.status_code, response.json())
+    return answers
+
+
+@pytest.mark.parametrize("name", ["mock", "airline", "retail", "telecom", "demo-mock"])
+async def test_short_path_lists_tools_as_fastmcp_does(monkeypatch, name):
+    """Same JSON as FastMCP's own tools/list, for every side of every domain: with the
+    reference's tool texts and with our own (the demo data)."""
+    from servers.domains.registry import load_domains
+    from servers.fast_calls import FastToolCalls
+
+    if name == "demo-mock":
+        from pathlib import Path
+
+        demo = Path(__file__).resolve().parents[1] / "data" / "demo"
+        domain = load_domains(["mock"], demo)["mock"]
+    else:
+        if domain_available(name):
+            pytest.skip(domain_available(name))
+        domain = load(name)
+    served = []
+    original = FastToolCalls.serve
+
+    async def counting(self, scope, receive, send, episode):
+        replay = await original(self, scope, receive, send, episode)
+        served.append(replay is None)
+        return replay
+
+    monkeypatch.setattr(FastToolCalls, "serve", counting)
+    fast = await _listings(monkeypatch, domain, full_path=False)
+    assert served and all(served), "the listing did not take the short path"
+    full = await _listings(monkeypatch, domain, full_path=True)
+    assert fast == full
+    status, answer = fast["agent"]
+    assert status == 200 and answer["id"] == 3 and answer["result"]["tools"]
+
+
+async def test_in_process_server_builds_fastmcp_only_for_requests_that_need_it():
+    """The harness's in-process server answers listing and calls without building a FastMCP
+    app; a request only FastMCP answers (a legacy `initialize`) builds one on the spot, and the
+    server still shuts down cleanly."""
+    from harness.backends.http import in_process_backend
+    from tests.server_support import MCP_HEADERS, mcp_initialize
+
+    backend = await in_process_backend({"airline": load("airline")})
+    tau = backend.app.state.tau
+    try:
+        ref = await backend.create_episode("airline", "0")
+        session = await backend.open_session(ref, "agent")
+        assert len(await session.list_tools()) == 14
+        result = await session.call_tool("get_user_details", {"user_id": "mia_li_3668"})
+        assert not result.error and "Mia" in result.text
+        assert tau.all_mcp_apps() == []
+        headers = tuple((k.encode(), v.encode()) for k, v in MCP_HEADERS.items())
+        body = json.dumps(mcp_initialize("legacy")).encode()
+        reply = await backend.exchange.send("POST", ref.agent_mcp, body, headers)
+        assert reply.status == 200
+        assert json.loads(reply.body)["result"]["serverInfo"]["name"] == "tau2-airline-agent"
+        assert len(tau.all_mcp_apps()) == 1
+    finally:
+        await backend.close()

@@ -102,8 +102,11 @@ async def test_backend_learns_read_only_tools_and_creates_episodes_idempotently(
         await session.close()
         # The same creation sent twice (as a retry would) answers 409 for our own id.
         body = {"task_id": None, "episode_id": ref.episode_id}
-        again = await backend._http.post("/mock/episodes", json=body)
-        assert again.status_code == 409
+        json_body = ((b"content-type", b"application/json"),)
+        again = await backend.exchange.send(
+            "POST", "/mock/episodes", json.dumps(body).encode(), json_body
+        )
+        assert again.status == 409
         await backend.delete_episode(ref)
         await backend.delete_episode(ref)  # a re-sent DELETE is not an error
     finally:

@@ -1,24 +1,42 @@
 """The backend over the server's HTTP routes and MCP endpoints.
 
-With a URL it talks to a running `tau-server`; with an ASGI app it drives the app in-process
-(no socket) through fastmcp's streaming ASGI transport, which is what `tau-harness run` does by
-default. Either way every tool call is a real MCP `tools/call`.
+With a URL it talks to a running `tau-server`; with an ASGI app it drives the app in-process (no
+socket), which is what `tau-harness run` does by default. Either way every request goes through
+the server's routes and middleware, and every tool call is a real MCP `tools/call`: sent by the
+lean sessionless client (`harness.backends.mcp_wire`) to servers that speak that protocol
+revision, by the MCP SDK's client to older ones.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from harness.backends import (
+    EpisodeRef,
+    InfrastructureError,
+    Side,
+    ToolInfo,
+    ToolResult,
+    ToolSession,
+)
+from harness.backends.exchange import (
+    IN_PROCESS_BASE,
+    IN_PROCESS_HOST,
+    REQUEST_TIMEOUT_S,
+    AsgiExchange,
+    Exchange,
+    HttpExchange,
+    Reply,
+)
+from harness.backends.mcp_wire import WireMcpSession, supports_modern
 
-from harness.backends import EpisodeRef, InfrastructureError, Side, ToolInfo, ToolResult
-from harness.backends.retry import IDEMPOTENT, SafeRetryTransport, note_read_only_tools
+if TYPE_CHECKING:
+    import httpx2
 
-IN_PROCESS_HOST = "tau.local"
-IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
+__all__ = ["HttpBackend", "IN_PROCESS_HOST", "in_process_backend", "remote_backend"]
 
 
 class McpToolSession:
@@ -67,6 +85,8 @@ class McpToolSession:
 
     async def list_tools(self) -> list[ToolInfo]:
         if self._tools is None:
+            from harness.backends.retry import note_read_only_tools
+
             listed = await self._client.list_tools()
             if self._read_only_tools is not None:
                 note_read_only_tools(self._read_only_tools, listed)
@@ -105,13 +125,14 @@ class HttpBackend:
         self.base_url = (base_url or IN_PROCESS_BASE).rstrip("/")
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._stack = AsyncExitStack()
-        self._http: httpx2.AsyncClient | None = None
+        self.exchange: Exchange | None = None
         # Tools the server marks read-only: a call to one may be re-sent after a dropped
         # connection (see harness.backends.retry).
         self.read_only_tools: set[str] = set()
-        # Learnt from the first MCP session: every episode of a server speaks the same protocol
-        # era and lists the same tools per (domain, side), so later sessions skip the
-        # `server/discover` probe and the `tools/list` round trip.
+        # Learnt once: every endpoint of a server speaks the same protocol revision (our own
+        # app in-process speaks the sessionless one) and lists the same tools per
+        # (domain, side), so later sessions neither probe nor list again.
+        self._modern: bool | None = True if app is not None else None
         self._mcp_mode = "auto"
         self._tool_lists: dict[tuple[str, str], list[ToolInfo]] = {}
 
@@ -121,9 +142,10 @@ class HttpBackend:
             lifespan = getattr(getattr(self.app, "router", None), "lifespan_context", None)
             if lifespan is not None:
                 await self._stack.enter_async_context(lifespan(self.app))
-        self._http = await self._stack.enter_async_context(
-            self._client_factory(timeout=httpx2.Timeout(120.0))
-        )
+            self.exchange = AsgiExchange(self.app, self.headers)
+        else:
+            self.exchange = HttpExchange(self.base_url, self.headers, self.read_only_tools)
+            self._stack.push_async_callback(self.exchange.aclose)
         return self
 
     async def close(self) -> None:
@@ -132,9 +154,13 @@ class HttpBackend:
     def _client_factory(
         self, headers=None, timeout=None, auth=None, **kwargs
     ) -> httpx2.AsyncClient:
+        """httpx clients for the MCP SDK's transport (servers without the sessionless
+        protocol revision)."""
+        import httpx2
+
         merged = {**self.headers, **(headers or {})}
         if timeout is None:
-            timeout = httpx2.Timeout(120.0)
+            timeout = httpx2.Timeout(REQUEST_TIMEOUT_S)
         if self.app is not None:
             from fastmcp.utilities.asgi_transport import StreamingASGITransport
 
@@ -146,6 +172,8 @@ class HttpBackend:
                 auth=auth,
                 **kwargs,
             )
+        from harness.backends.retry import SafeRetryTransport
+
         kwargs.setdefault("transport", SafeRetryTransport(self.read_only_tools))
         return httpx2.AsyncClient(
             base_url=self.base_url, headers=merged, timeout=timeout, auth=auth, **kwargs
@@ -162,23 +190,22 @@ class HttpBackend:
     ) -> Any:
         """One route call. `idempotent` marks a POST that may be re-sent after a dropped
         connection; statuses in `accept` are answers, not errors (they return None)."""
-        assert self._http is not None, "backend not started"
-        extensions = {IDEMPOTENT: True} if idempotent else None
+        assert self.exchange is not None, "backend not started"
+        content = None if body is None else json.dumps(body).encode()
+        headers = _JSON_BODY if content is not None else ()
+        reply = await self.exchange.send(method, path, content, headers, resend_safe=idempotent)
+        if reply.status in accept:
+            return None
+        if reply.status >= 400:
+            raise InfrastructureError(
+                f"{method} {path} answered {reply.status}: {_error_message(reply.body)}"
+            )
+        if reply.status == 204 or not reply.body:
+            return None
         try:
-            response = await self._http.request(method, path, json=body, extensions=extensions)
-        except httpx2.HTTPError as exc:
-            raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
-        if response.status_code in accept:
-            return None
-        if response.status_code >= 400:
-            try:
-                message = response.json().get("error", response.text)
-            except ValueError:
-                message = response.text
-            raise InfrastructureError(f"{method} {path} answered {response.status_code}: {message}")
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+            return json.loads(reply.body)
+        except ValueError as exc:
+            raise InfrastructureError(f"{method} {path} answered non-JSON: {exc}") from exc
 
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/health")
@@ -199,22 +226,39 @@ class HttpBackend:
             return EpisodeRef(domain, episode_id, f"{base}/agent/mcp", f"{base}/user/mcp")
         return EpisodeRef(domain, data["episode_id"], data["agent_mcp"], data["user_mcp"])
 
-    async def open_session(self, ref: EpisodeRef, side: Side) -> McpToolSession:
+    async def open_session(self, ref: EpisodeRef, side: Side) -> ToolSession:
+        assert self.exchange is not None, "backend not started"
         path = ref.agent_mcp if side == "agent" else ref.user_mcp
-        url = path if path.startswith("http") else f"{self.base_url}/{path.lstrip('/')}"
+        if path.startswith("http"):
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
         key = (ref.domain, side)
+        if self._modern is None:
+            self._modern = await supports_modern(self.exchange, path)
+        if self._modern:
+            session: ToolSession = WireMcpSession(
+                self.exchange, path, self._tool_lists.get(key), self.read_only_tools
+            )
+        else:
+            session = await self._sdk_session(path, key)
+        if key not in self._tool_lists:
+            self._tool_lists[key] = await session.list_tools()
+        return session
+
+    async def _sdk_session(self, path: str, key: tuple[str, str]) -> McpToolSession:
+        """A session through the MCP SDK client, for servers older than the sessionless
+        protocol revision."""
         session = await McpToolSession.open(
-            url,
+            f"{self.base_url}/{path.lstrip('/')}",
             self._client_factory,
             self.headers,
             self.read_only_tools,
             self._mcp_mode,
             self._tool_lists.get(key),
         )
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         if self._mcp_mode == "auto" and session.protocol_version in MODERN_PROTOCOL_VERSIONS:
             self._mcp_mode = session.protocol_version
-        if key not in self._tool_lists:
-            self._tool_lists[key] = await session.list_tools()
         return session
 
     def _episode_path(self, ref: EpisodeRef) -> str:
@@ -247,6 +291,19 @@ class HttpBackend:
         await self._request("DELETE", self._episode_path(ref), accept=(404,))
 
 
+_JSON_BODY = ((b"content-type", b"application/json"),)
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return body[:300].decode(errors="replace")
+    if isinstance(value, dict) and "error" in value:
+        return str(value["error"])
+    return body[:300].decode(errors="replace")
+
+
 async def in_process_backend(domains: dict, token: str | None = None) -> HttpBackend:
     """Build the server app around already-loaded domains and drive it with no socket."""
     try:
@@ -256,7 +313,10 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
     from servers.guards import LOOPBACK_HOSTS
 
     settings = ServerSettings(
-        token=token, allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST), warm=False
+        token=token,
+        allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST),
+        warm=False,
+        lazy_mcp=True,  # our client lists and calls tools on the short path: no FastMCP needed
     )
     app = create_app(domains, settings=settings)
     return await HttpBackend(app=app, token=token).start()
@@ -268,23 +328,31 @@ async def remote_backend(
     """A backend on a running server, checked first so a wrong URL, a missing token or a domain
     the server does not serve is one clear error instead of a run of failed simulations."""
     backend = await HttpBackend(url, token=token).start()
+    assert backend.exchange is not None
     try:
-        response = await backend._http.get(f"{backend.base_url}/health")
-    except httpx2.HTTPError as exc:
+        reply = await backend.exchange.send("GET", "/health")
+    except InfrastructureError as exc:
         await backend.close()
-        raise InfrastructureError(f"cannot reach tau-server at {url} ({exc})") from None
-    if response.status_code == 401:
+        raise InfrastructureError(f"cannot reach tau-server at {url} ({exc.__cause__})") from None
+    if reply.status == 401:
         await backend.close()
         raise InfrastructureError(f"tau-server at {url} wants a token (--server-token)")
-    served = (response.json() or {}).get("domains", []) if response.status_code == 200 else None
+    served = _served_domains(reply) if reply.status == 200 else None
     if served is None:
         await backend.close()
-        raise InfrastructureError(
-            f"{url} is not a tau-server (GET /health: {response.status_code})"
-        )
+        raise InfrastructureError(f"{url} is not a tau-server (GET /health: {reply.status})")
     if domain is not None and domain not in served:
         await backend.close()
         raise InfrastructureError(
             f"tau-server at {url} does not serve '{domain}' (serves: {', '.join(served)})"
         )
     return backend
+
+
+def _served_domains(reply: Reply) -> list[str] | None:
+    try:
+        value = json.loads(reply.body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    domains = value.get("domains") if isinstance(value, dict) else None
+    return domains if isinstance(domains, list) else None

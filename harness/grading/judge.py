@@ -15,6 +15,7 @@ from conversation import llm, reference_prompts
 from conversation.messages import ChatMessage, Message
 from conversation.reference_texts import ReferenceTexts
 from harness.backends import InfrastructureError
+from harness.errors import ConfigError
 
 JUDGE_INSTRUCTIONS = """\
 You grade customer-service conversations. You get a transcript between a support agent and a
@@ -92,6 +93,8 @@ class Judge:
                 **self.resolved_llm_args(),
             )
             verdicts = _parse(reply.content or "")
+        except ConfigError:
+            raise  # the run cannot go on at all (a missing key): not this simulation's failure
         except Exception as exc:  # noqa: BLE001 - a judge that cannot answer is infrastructure
             raise InfrastructureError(
                 f"the NL-assertion judge ({self.resolved_model}) failed ({exc}); "

@@ -56,25 +56,6 @@ def agent_system_prompt(runner: Runner, task: Task) -> str:
     return LLMAgent(context).system
 
 
-def make_runner(
-    backend: EpisodeBackend,
-    domain: Domain,
-    config: RunConfig,
-    agent_cmd: str | None = None,
-    timeout: float | None = None,
-) -> Runner:
-    """The runner for `tau-harness run`: the command runner for `--agent cmd`, else the usual."""
-    if config.agent == "cmd":
-        if not agent_cmd or not agent_cmd.strip():
-            raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
-        return CommandRunner(backend, domain, config, agent_cmd, timeout)
-    if agent_cmd:
-        raise ConfigError("--agent-cmd goes with --agent cmd")
-    if timeout is not None:
-        raise ConfigError("--timeout applies to --agent cmd runs only")
-    return Runner(backend, domain, config)
-
-
 class CommandRunner(ServeRunner):
     """Runs, per simulation, an agent program against the simulation's MCP endpoint."""
 

@@ -16,11 +16,8 @@ import math
 import weakref
 from typing import Any
 
-from fastmcp.server.middleware import Middleware, MiddlewareContext
-
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode
-from servers.engine.errors import EngineError
 from servers.engine.tasks import EnvAssertion
 
 SERVER_BASES = ("DB", "ENV_ASSERTION", "ACTION")
@@ -36,28 +33,9 @@ def session_calls(episode: Episode) -> list[tuple[str, dict[str, Any]]]:
     return list(_CALLS.get(episode, ()))
 
 
-class RecordToolCalls(Middleware):
-    """Keeps (name, arguments) of every tool call made on an episode through this MCP server,
-    failed ones included (the reference's action check counts every call the agent made)."""
-
-    def __init__(self, resolve) -> None:
-        self.resolve = resolve
-
-    async def on_call_tool(self, context: MiddlewareContext, call_next):
-        message = context.message
-        try:
-            episode = self.resolve()
-        except EngineError:
-            episode = None
-        if episode is not None:
-            with episode.lock:
-                _CALLS.setdefault(episode, []).append((message.name, dict(message.arguments or {})))
-        return await call_next(context)
-
-
-def record_tool_calls(server, resolve) -> None:
-    """Install the call log on a FastMCP server built for the EP path."""
-    server.add_middleware(RecordToolCalls(resolve))
+def note_call(episode: Episode, name: str, arguments: dict[str, Any]) -> None:
+    """Log one tool call made on an EP episode (see `servers.integrations.ep_calls`)."""
+    _CALLS.setdefault(episode, []).append((name, arguments))
 
 
 class _LiveEpisodes:

@@ -1,0 +1,59 @@
+"""How an MCP endpoint presents a domain side's tools: titles, annotation hints, the listing.
+
+One place for what both ways of answering an MCP request say about tools: the FastMCP servers
+(`servers.mcp_tools`) and the short path for the hot requests (`servers.fast_calls`), which
+answers `tools/list` with the same result FastMCP gives (`tests/test_fast_calls.py` compares
+them) without importing FastMCP at all. The texts themselves come from the engine's tool
+listing; annotation hints from the engine's tool kinds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servers.engine.domain import Domain
+from servers.engine.tool_listing import Side, tool_listing
+from servers.engine.toolkit import ToolSpec
+
+
+def server_name(domain: str, side: Side) -> str:
+    return f"tau2-{domain}-{side}"
+
+
+def tool_title(name: str) -> str:
+    """A display title for clients that show one (`get_user_details` → `Get User Details`)."""
+    return name.replace("_", " ").replace("-", " ").title()
+
+
+def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
+    """MCP tool annotations (wire names): reads are safe to repeat; writes change the
+    episode's databases."""
+    return {
+        "destructiveHint": False if spec.read_only else spec.mutates,
+        "idempotentHint": spec.read_only,
+        "openWorldHint": False,
+        "readOnlyHint": spec.read_only,
+    }
+
+
+def tools_list_result(domain: Domain, side: Side, server_info: dict[str, str]) -> dict[str, Any]:
+    """The `tools/list` result of a (domain, side) endpoint, as FastMCP's modern transport
+    gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
+    tools = [
+        {
+            "_meta": {"fastmcp": {"tags": []}},
+            "annotations": annotation_hints(spec),
+            "description": spec.description,
+            "inputSchema": spec.input_schema,
+            "name": spec.name,
+            "title": tool_title(spec.name),
+        }
+        for spec in tool_listing(domain, side).tools
+    ]
+    return {
+        "cacheScope": "private",
+        "resultType": "complete",
+        "tools": tools,
+        "ttlMs": 0,
+        "_meta": {"io.modelcontextprotocol/serverInfo": server_info},
+    }
