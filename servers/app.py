@@ -70,6 +70,9 @@ class ServerSettings:
     # Build the FastMCP apps on first need instead of at start (see servers.mcp_apps): for a
     # server in the harness's own process, whose clients only list and call tools.
     lazy_mcp: bool = False
+    # The guards against network clients (Host/Origin, body size and timeout, JSON shape). Off
+    # only for a server no socket reaches: one the harness drives in its own process.
+    network_guards: bool = True
     # `Host` names answered (DNS-rebinding guard) and browser origins allowed (CORS).
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ()
@@ -313,6 +316,9 @@ class TauServer:
     def routes(self) -> list[Route]:
         ep = self.ep
         routes = [
+            # The hot path first: the router tries routes in order. No other route has five
+            # segments ending in `mcp`, so its place changes no match.
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp", _Asgi(self.episode_gateway)),
             Route("/health", self.health, methods=["GET"]),
             Route("/{domain}/tasks", self.tasks, methods=["GET"]),
             Route("/{domain}/episodes", self.create_episode, methods=["POST"]),
@@ -327,12 +333,11 @@ class TauServer:
             Route("/{domain}/control/reset_session", ep.reset_session, methods=["POST"]),
         ]
         # MCP endpoints answer with and without a trailing slash (clients differ; EP adds one).
+        routes.append(
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp/", _Asgi(self.episode_gateway))
+        )
         for suffix in ("", "/"):
             routes += [
-                Route(
-                    "/{domain}/episodes/{episode_id}/{side}/mcp" + suffix,
-                    _Asgi(self.episode_gateway),
-                ),
                 Route("/{domain}/{side}/mcp" + suffix, _Asgi(self.default_gateway)),
                 Route("/{domain}/mcp" + suffix, _Asgi(ep.gateway)),
             ]
@@ -340,18 +345,22 @@ class TauServer:
 
     def build(self) -> Starlette:
         settings = self.settings
-        middleware = [
-            Middleware(ErrorsAsJson),
-            Middleware(
-                HostOriginGuard,
-                allowed_hosts=settings.allowed_hosts,
-                allowed_origins=settings.allowed_origins,
-            ),
-            Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
-            Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
-        ]
+        middleware = [Middleware(ErrorsAsJson)]
+        if settings.network_guards:
+            middleware.append(
+                Middleware(
+                    HostOriginGuard,
+                    allowed_hosts=settings.allowed_hosts,
+                    allowed_origins=settings.allowed_origins,
+                )
+            )
         if settings.token:
-            middleware.insert(2, Middleware(BearerTokenGuard, token=settings.token))
+            middleware.append(Middleware(BearerTokenGuard, token=settings.token))
+        if settings.network_guards:
+            middleware += [
+                Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
+                Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
+            ]
         app = Starlette(
             routes=self.routes(),
             middleware=middleware,

@@ -317,6 +317,7 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
         allowed_hosts=(*LOOPBACK_HOSTS, IN_PROCESS_HOST),
         warm=False,
         lazy_mcp=True,  # our client lists and calls tools on the short path: no FastMCP needed
+        network_guards=False,  # no socket: nothing but this process can send it a request
     )
     app = create_app(domains, settings=settings)
     return await HttpBackend(app=app, token=token).start()
