@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -76,11 +77,12 @@ class CanonicalDoc:
         self.tables = tables
         self.order = order  # every field, sorted, with its span (None: left out as null)
         self._view = memoryview(text)
+        self._step = step = CHECKPOINT_BYTES
         running = hashlib.sha256()
         self._checkpoints = []
-        for offset in range(0, len(text) + 1, CHECKPOINT_BYTES):
+        for offset in range(0, len(text) + 1, step):
             self._checkpoints.append(running.copy())
-            running.update(self._view[offset : offset + CHECKPOINT_BYTES])
+            running.update(self._view[offset : offset + step])
         self.base_hash = running.hexdigest()
 
     # --- comparing an episode's values with the base ---------------------------------------
@@ -112,7 +114,7 @@ class CanonicalDoc:
                 changes.append((key, fragment))
         changes.extend((key, None) for key in gone if key in index)
         if len(changes) > 1:
-            changes.sort(key=_first)
+            changes.sort(key=itemgetter(0))
         return tuple(changes)
 
     # --- hashing ----------------------------------------------------------------------------
@@ -127,9 +129,9 @@ class CanonicalDoc:
             else:
                 first_new = i
                 break
-        checkpoint = position // CHECKPOINT_BYTES
+        checkpoint = position // self._step
         running = self._checkpoints[checkpoint].copy()
-        running.update(self._view[checkpoint * CHECKPOINT_BYTES : position])
+        running.update(self._view[checkpoint * self._step : position])
         for _, piece in pieces[first_new:]:
             running.update(piece)
         return running.hexdigest()
@@ -183,10 +185,6 @@ class CanonicalDoc:
             if i:
                 pieces.append((-1, b","))
             pieces.append(part)
-
-
-def _first(pair: tuple) -> Any:
-    return pair[0]
 
 
 def _head(key: Any) -> bytes:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from servers.engine import data as datafiles
 from servers.engine.cow import BaseState
 from servers.engine.errors import DataError, EngineError, UnknownTask
+from servers.engine.starts import StartCache
 from servers.engine.tasks import Task
 from servers.engine.toolkit import Toolkit
 
@@ -68,6 +69,8 @@ class Domain:
         if not self.folder.is_dir():
             raise DataError(f"domain folder missing: {self.folder}")
         self._lock = threading.Lock()
+        # Each task's state right after its initialization, for new episodes of the task.
+        self.starts = StartCache()
 
     # --- databases --------------------------------------------------------------------------
     @cached_property
