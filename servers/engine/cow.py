@@ -32,7 +32,7 @@ from servers.engine.lru import LruCache
 
 # Distinct episode states whose hash is remembered per base (the gold state and the runs that
 # reach it, trials of one task...), and the largest total of changed fragments worth keeping.
-HASH_MEMO_ENTRIES = 512
+HASH_MEMO_ENTRIES = 256
 HASH_MEMO_MAX_BYTES = 64 * 1024
 
 _MISSING = object()
