@@ -9,15 +9,18 @@ as the replay).
 Unpickling rebuilds the object graph, so references shared inside one state stay shared in its
 copy (the telecom phone and the phone's toolkit hold one VPN profile object) while copies share
 nothing with each other. Objects an episode only refers to (the domain, the task, the loaded
-base databases) are written as names and resolved back to the very same objects.
+base databases and their tables) are written as names and resolved back to the very same objects.
 """
 
 from __future__ import annotations
 
+import copyreg
 import io
 import pickle
+from contextvars import ContextVar
 from typing import Any
 
+from servers.engine.cow import CowDict
 from servers.engine.lru import LruCache
 from servers.engine.tasks import Task
 
@@ -45,12 +48,26 @@ class StartCache:
 
 
 def freeze(state: dict[str, Any], shared: dict[str, Any]) -> bytes | None:
-    """`state` pickled, with the `shared` objects written as their names; None when something
-    in it cannot be pickled (then the caller just sets each episode up from scratch)."""
+    """`state` pickled, with the `shared` objects (and table views over shared tables) written
+    as their names; None when something in it cannot be pickled (then every episode of the task
+    is just set up from scratch)."""
     names = {id(obj): name for name, obj in shared.items() if obj is not None}
+
+    def by_name(obj: Any) -> tuple:
+        return (_shared, (names[id(obj)],))
+
+    def view_by_table_name(view: CowDict) -> tuple:
+        return (_view_of_shared, (names[id(view._base)],), (view._own, view._gone))
+
+    # Reducers by type run in C for every other object, so only these few cost a Python call.
+    reducers: dict[type, Any] = dict(copyreg.dispatch_table)
+    for obj in shared.values():
+        if obj is not None and type(obj) not in (dict, list):
+            reducers[type(obj)] = by_name
+    reducers[CowDict] = view_by_table_name
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.persistent_id = lambda obj: names.get(id(obj))  # type: ignore[method-assign]
+    pickler.dispatch_table = reducers
     try:
         pickler.dump(state)
     except Exception:  # noqa: BLE001 - any failure only means "no cached start"
@@ -60,6 +77,22 @@ def freeze(state: dict[str, Any], shared: dict[str, Any]) -> bytes | None:
 
 def thaw(start: bytes, shared: dict[str, Any]) -> dict[str, Any]:
     """A fresh copy of a frozen state, its shared objects resolved through `shared`."""
-    unpickler = pickle.Unpickler(io.BytesIO(start))
-    unpickler.persistent_load = shared.__getitem__  # type: ignore[method-assign]
-    return unpickler.load()
+    token = _resolving.set(shared)
+    try:
+        return pickle.loads(start)
+    finally:
+        _resolving.reset(token)
+
+
+# The shared objects of the thaw in progress (per thread and task, so thaws may overlap).
+_resolving: ContextVar[dict[str, Any]] = ContextVar("tau_start_shared")
+
+
+def _shared(name: str) -> Any:
+    """Unpickling hook: the shared object named `name`."""
+    return _resolving.get()[name]
+
+
+def _view_of_shared(name: str) -> CowDict:
+    """Unpickling hook: a fresh view over the shared table named `name` (state follows)."""
+    return CowDict(_resolving.get()[name])
