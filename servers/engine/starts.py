@@ -1,10 +1,10 @@
 """Cached task starts: an episode's state right after its task's initialization.
 
-Setting a telecom task up replays its initialization actions (about 0.7 ms a task). The state
-they reach depends on the task alone (minted ids come from the task and a counter, the telecom
-clock is fixed), so each task is set up once per process and its state kept pickled; a new
-episode of the task loads its own copy from that (about 0.25 ms; `copy.deepcopy` costs as much
-as the replay).
+Setting a telecom task up copies the databases and replays its initialization actions with a
+sync after each. The state they reach depends on the task alone (minted ids come from the task
+and a counter, the telecom clock is fixed), so each task is set up once per process and its
+state kept pickled; a new episode of the task loads its own copy from that, about half the cost
+of a setup (`copy.deepcopy` of the state costs as much as a setup).
 
 Unpickling rebuilds the object graph, so references shared inside one state stay shared in its
 copy (the telecom phone and the phone's toolkit hold one VPN profile object) while copies share
@@ -56,8 +56,11 @@ def freeze(state: dict[str, Any], shared: dict[str, Any]) -> bytes | None:
     def by_name(obj: Any) -> tuple:
         return (_shared, (names[id(obj)],))
 
-    def view_by_table_name(view: CowDict) -> tuple:
-        return (_view_of_shared, (names[id(view._base)],), (view._own, view._gone))
+    def view_by_table_name(view: CowDict) -> Any:
+        table = names.get(id(view._base))
+        if table is None:
+            return view.__reduce__()
+        return (_view_of_shared, (table,), (view._own, view._gone))
 
     # Reducers by type run in C for every other object, so only these few cost a Python call.
     reducers: dict[type, Any] = dict(copyreg.dispatch_table)
