@@ -7,18 +7,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from servers.engine import data as datafiles
 from servers.engine.cow import BaseState
 from servers.engine.errors import DataError, EngineError, UnknownTask
+from servers.engine.starts import StartCache
 from servers.engine.tasks import Task
 from servers.engine.toolkit import Toolkit
 
-if TYPE_CHECKING:
-    from servers.engine.episode import Episode
+
+class EpisodeView(Protocol):
+    """What a domain's hooks (`sync`, `hash_view`) use of an episode. They name only this, so
+    the module needs nothing from episode.py (which builds on domains)."""
+
+    domain: Domain
+    agent_tools: Toolkit
+    user_tools: Toolkit | None
 
 
 @dataclass(frozen=True)
@@ -33,12 +40,12 @@ class DomainSpec:
     policy_files: tuple[str, ...] = ("policy.md",)
     solo_policy_files: tuple[str, ...] = ("policy_solo.md",)
     # Called after every tool call and environment function (the reference's tool sync).
-    sync: Callable[[Episode], None] | None = None
+    sync: Callable[[EpisodeView], None] | None = None
     # Builds the policy from the texts of the policy files, in order; default: newline-joined.
     policy_layout: Callable[[list[str]], str] | None = None
     # Rewrites an episode's snapshot ({"agent_db", "user_db"}) before hashing, for values the
     # hash must not depend on (e.g. randomly minted ids); must not mutate its input.
-    hash_view: Callable[[Episode, dict[str, Any]], dict[str, Any]] | None = None
+    hash_view: Callable[[EpisodeView, dict[str, Any]], dict[str, Any]] | None = None
     # Splits a domain must offer (checked when the data is loaded).
     splits: tuple[str, ...] = ("base",)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +75,8 @@ class Domain:
         if not self.folder.is_dir():
             raise DataError(f"domain folder missing: {self.folder}")
         self._lock = threading.Lock()
+        # Each task's state right after its initialization, for new episodes of the task.
+        self.starts = StartCache()
 
     # --- databases --------------------------------------------------------------------------
     @cached_property

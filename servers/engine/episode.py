@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
 import uuid
 from collections import OrderedDict
@@ -16,10 +15,13 @@ from servers.engine.domain import Domain
 from servers.engine.errors import EpisodeExists, InitialStateError, UnknownDomain, UnknownEpisode
 from servers.engine.ids import check_episode_id
 from servers.engine.render import parse_output, render_error, render_result
+from servers.engine.starts import freeze, thaw
 from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
 from servers.engine.toolkit import Toolkit
 
 Side = Literal["agent", "user"]
+# Attributes that say which episode this is rather than what state it is in.
+_IDENTITY = frozenset({"domain", "id", "task", "lock"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
@@ -35,30 +37,76 @@ class Episode:
     Tool calls are not thread-safe on their own; the store serializes calls per episode.
     """
 
-    def __init__(self, domain: Domain, episode_id: str, task: Task | None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        episode_id: str,
+        task: Task | None,
+        *,
+        use_start_cache: bool = True,
+    ) -> None:
         self.domain = domain
         self.id = episode_id
         self.task = task
         self.lock = threading.Lock()
-        self._mint_counter = itertools.count(1)
-        spec = domain.spec
-        self.agent_db = CowDB(domain.base)
-        self.user_db = CowDB(domain.user_base) if domain.user_base is not None else None
+        cacheable = use_start_cache and task is not None and task.initial_state is not None
+        if cacheable and self._load_start():
+            return
+        self._set_up()
+        if cacheable:
+            self._save_start()
+
+    def _set_up(self) -> None:
+        """Fresh databases and toolkits, then the task's initial state."""
+        self._minted = 0
+        spec = self.domain.spec
+        self.agent_db = CowDB(self.domain.base)
+        self.user_db = CowDB(self.domain.user_base) if self.domain.user_base is not None else None
         self.agent_tools: Toolkit = spec.agent_tools(self.agent_db, self)
         self.user_tools: Toolkit | None = (
             spec.user_tools(self.user_db, self) if spec.user_tools is not None else None
         )
         self.calls = 0
         self._sync()
-        if task is not None and task.initial_state is not None:
-            self._set_initial_state(task)
+        if self.task is not None and self.task.initial_state is not None:
+            self._set_initial_state(self.task)
+
+    # --- cached starts (see starts.py) ------------------------------------------------------
+    def _load_start(self) -> bool:
+        assert self.task is not None
+        start = self.domain.starts.get(self.task)
+        if start is None:
+            return False
+        self.__dict__.update(thaw(start, self._shared_objects()))
+        return True
+
+    def _save_start(self) -> None:
+        assert self.task is not None
+        start = freeze(self._state(), self._shared_objects())
+        if start is not None:
+            self.domain.starts.put(self.task, start)
+
+    def _state(self) -> dict[str, Any]:
+        """Everything that makes up the episode's state, as opposed to its identity."""
+        return {name: value for name, value in self.__dict__.items() if name not in _IDENTITY}
+
+    def _shared_objects(self) -> dict[str, Any]:
+        """What the state refers to without owning it; copies refer to the same objects, and
+        the toolkits of a copy to the copy itself."""
+        shared: dict[str, Any] = {"episode": self, "domain": self.domain, "task": self.task}
+        for side, base in (("agent", self.domain.base), ("user", self.domain.user_base)):
+            if base is not None:
+                for name, part in base.shared_parts().items():
+                    shared[f"{side}:{name}"] = part
+        return shared
 
     # --- ids --------------------------------------------------------------------------------
     def mint_id(self, purpose: str) -> str:
         """A fresh id that depends only on the domain, task and how many were minted before, so
         replaying the same calls on a fresh episode mints the same ids (the reference uses
         uuid4 here, which no grader could reproduce)."""
-        seed = f"{self.domain.name}|{self.task.id if self.task else ''}|{purpose}|{next(self._mint_counter)}"
+        self._minted += 1
+        seed = f"{self.domain.name}|{self.task.id if self.task else ''}|{purpose}|{self._minted}"
         return uuid.UUID(bytes=hashlib.sha256(seed.encode()).digest()[:16]).hex
 
     # --- calls ------------------------------------------------------------------------------

@@ -12,12 +12,16 @@ import inspect
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints
+from typing import Any, ClassVar, Protocol, get_type_hints
 
 from pydantic import TypeAdapter
 
-if TYPE_CHECKING:
-    from servers.engine.episode import Episode
+
+class EpisodeServices(Protocol):
+    """What a toolkit may ask of the episode it works in. Toolkits name only this, so the
+    module needs nothing from episode.py (which builds toolkits)."""
+
+    def mint_id(self, purpose: str) -> str: ...
 
 
 class ToolKind(StrEnum):
@@ -143,7 +147,7 @@ class Toolkit:
         cls.specs = specs
         cls.assertions = frozenset(assertions)
 
-    def __init__(self, db: Any, episode: Episode | None = None) -> None:
+    def __init__(self, db: Any, episode: EpisodeServices | None = None) -> None:
         self.db = db
         self.episode = episode
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from servers.engine.episode import Episode
+    from servers.engine.domain import EpisodeView
 
 NEW_BILL_PREFIX = "B_NEW_"
 
@@ -34,7 +34,7 @@ def _rename(value: Any, aliases: dict[str, str]) -> Any:
     return value
 
 
-def hash_view(episode: Episode, snapshot: dict[str, Any]) -> dict[str, Any]:
+def hash_view(episode: EpisodeView, snapshot: dict[str, Any]) -> dict[str, Any]:
     """The snapshot with new bills renamed; untouched when the episode created none."""
     agent = snapshot.get("agent_db") or {}
     base_ids = {bill.bill_id for bill in episode.domain.base.model.bills}

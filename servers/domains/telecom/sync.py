@@ -14,10 +14,10 @@ from servers.domains.telecom.models import LineStatus
 from servers.domains.telecom.user_models import PaymentRequest
 
 if TYPE_CHECKING:
-    from servers.engine.episode import Episode
+    from servers.engine.domain import EpisodeView
 
 
-def sync_phone_with_carrier(episode: Episode) -> None:
+def sync_phone_with_carrier(episode: EpisodeView) -> None:
     carrier = episode.agent_tools
     phone = episode.user_tools
     where = phone.db.surroundings

@@ -1,0 +1,200 @@
+"""Hashes from the span-indexed base text equal the sha256 of the full canonical text, assembled
+record by record (tests/canonical_reference.py), whatever an episode did to its state."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from servers.domains.registry import load_domains
+from servers.engine import canonical_doc
+from servers.engine.canonical import canonical_fragment, canonical_json, key_json
+from servers.engine.cow import BaseState, CowDB
+from servers.engine.data import DEMO_DIR
+from servers.engine.episode import EpisodeStore
+from tests import conformance as conf
+from tests.canonical_reference import reference_hash, reference_text
+
+
+class Item(BaseModel):
+    name: str
+    price: float | None = None
+    tags: list[str] = []
+    meta: dict[str, Any] = {}
+
+
+class Store(BaseModel):
+    items: dict[str, Item]
+    maybe: dict[str, Item | None]
+    empty: dict[str, Item] = {}
+    shelf: list[Item] = []
+    note: str | None = None
+    title: str = "shop"
+
+
+def _store() -> Store:
+    items = {
+        f"i{n:02d}": Item(
+            name=f"item {n} é☃",
+            price=[None, 3.0, 2.5, 1e16, -0.0][n % 5],
+            tags=["a", "b"][: n % 3],
+            meta={"k": None, "n": n, "f": 1.0} if n % 4 == 0 else {},
+        )
+        for n in range(0, 40, 2)
+    }
+    maybe = {"m1": Item(name="m1"), "m2": None, "m3": Item(name="m3", price=7.0)}
+    return Store(items=items, maybe=maybe, shelf=[Item(name="s", price=1.5)])
+
+
+def _check(db: CowDB) -> None:
+    assert db.canonical_hash() == reference_hash(db)
+
+
+@pytest.fixture()
+def base() -> BaseState:
+    return BaseState(_store())
+
+
+def test_base_text_is_the_reference_text_and_ascii(base: BaseState) -> None:
+    doc = base.canonical
+    assert doc.text == reference_text(CowDB(base)).encode("ascii")
+    assert doc.text.isascii() and b"\\u00e9" in doc.text
+    for name, table in doc.tables.items():
+        for i, key in enumerate(table.keys):
+            record = getattr(base.model, name)[key]
+            expected = canonical_json(to_jsonable_python(record))
+            assert doc.text[table.value_starts[i] : table.ends[i]].decode() == expected
+            assert doc.text[table.starts[i] : table.value_starts[i]].decode() == key_json(key) + ":"
+    assert "m2" not in doc.tables["maybe"].index  # a null record is left out
+    assert "note" not in doc.fields  # so is a null field
+
+
+def test_untouched_and_read_only_states_hash_as_the_base(base: BaseState) -> None:
+    db = CowDB(base)
+    _check(db)
+    _ = db.items["i02"], db.items["i04"].price, db.maybe["m1"], db.title, db.shelf
+    assert db.items.touched and db.changes() == ()
+    assert db.canonical_hash() == base.canonical.base_hash
+    _check(db)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda db: setattr(db.items["i00"], "name", "first"),
+        lambda db: setattr(db.items["i38"], "price", 4.0),
+        lambda db: db.items.__setitem__("a", Item(name="before all")),
+        lambda db: db.items.__setitem__("i05", Item(name="between", price=0.5)),
+        lambda db: db.items.__setitem__("z", Item(name="after all")),
+        lambda db: db.items.__delitem__("i00"),
+        lambda db: db.items.__delitem__("i38"),
+        lambda db: [db.items.__delitem__(k) for k in list(db.items)],
+        lambda db: db.items.__setitem__("i10", None),
+        lambda db: db.maybe.__setitem__("m2", Item(name="was null")),
+        lambda db: db.maybe.__setitem__("m1", None),
+        lambda db: db.empty.__setitem__("only", Item(name="x", meta={"deep": [None, 2.0]})),
+        lambda db: db.shelf.append(Item(name="t", price=2.0)),
+        lambda db: setattr(db, "note", "now set ☃"),
+        lambda db: setattr(db, "title", None),
+        lambda db: setattr(db, "items", {"q": Item(name="replaced whole")}),
+    ],
+)
+def test_one_edit_hashes_as_the_full_text(base: BaseState, edit) -> None:
+    db = CowDB(base)
+    edit(db)
+    assert db.changes() != ()
+    _check(db)
+
+
+def test_random_edits_hash_as_the_full_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tiny checkpoints, so hashing resumes mid-text from a saved state.
+    monkeypatch.setattr(canonical_doc, "CHECKPOINT_BYTES", 11)
+    base = BaseState(_store())
+    rng = random.Random(7)
+    keys = [f"i{n:02d}" for n in range(41)] + ["a", "zz"]
+    for _ in range(60):
+        db = CowDB(base)
+        for _ in range(rng.randint(1, 6)):
+            key, op = rng.choice(keys), rng.random()
+            if op < 0.3 and db.items.get(key) is not None:
+                db.items[key].tags = [*db.items[key].tags, "x"]
+            elif op < 0.5 and key in db.items:
+                del db.items[key]
+            elif op < 0.6:
+                db.items[key] = None
+            elif op < 0.9:
+                db.items[key] = Item(name=key, price=rng.choice([None, 1.0, 2.25]))
+            else:
+                _ = db.items.get(key)
+            _check(db)
+
+
+def test_equal_states_share_one_memo_entry(base: BaseState) -> None:
+    first, second = CowDB(base), CowDB(base)
+    for db in (first, second):
+        db.items["i02"].name = "same change"
+        del db.items["i04"]
+    assert first.changes() == second.changes()
+    digest = first.canonical_hash()
+    assert len(base._hash_memo) == 1
+    assert second.canonical_hash() == digest == reference_hash(second)
+    assert len(base._hash_memo) == 1
+    base.clear_hash_memo()
+    assert second.canonical_hash() == digest
+
+
+def test_fast_fragment_matches_the_full_normalization() -> None:
+    values = [
+        Item(name="plain"),
+        Item(name="v1.0}", price=2.0),
+        Item(name="n", meta={"a": None, "b": [None, {"c": None}], "e": 1e300}),
+        Item(name="ünïcode", price=float("inf")),
+        {"x": None},
+        [1.0, None, "null"],
+        None,
+        3.0,
+    ]
+    for value in values:
+        raw = to_jsonable_python(value)
+        assert canonical_fragment(value) == (None if raw is None else canonical_json(raw))
+
+
+def test_mock_domain_both_sides_hash_as_the_full_text() -> None:
+    store = EpisodeStore(load_domains(["mock"], DEMO_DIR))
+    episode = store.create("mock", "demo_complete")
+    episode.call("agent", "create_task", {"user_id": "bo", "title": "New"})
+    episode.call("agent", "update_task_status", {"task_id": "task_1", "status": "completed"})
+    episode.call("user", "dismiss_notification", {"notification_id": "note_1"})
+    assert episode.user_db is not None
+    for db in (episode.agent_db, episode.user_db):
+        _check(db)
+
+
+@pytest.mark.skipif(not conf.fixtures_present(), reason="reference data not found")
+@pytest.mark.parametrize("name", ["airline", "retail"])
+def test_real_domains_hash_as_the_full_text_after_their_gold_actions(name: str) -> None:
+    domain = load_domains([name], conf.DATA_DIR)[name]
+    store = EpisodeStore({name: domain})
+    assert domain.base.canonical.text == reference_text(CowDB(domain.base)).encode()
+    for task_id in domain.task_ids("base")[:25]:
+        episode = store.create(name, task_id)
+        criteria = domain.task(task_id).evaluation_criteria
+        for action in (criteria.actions if criteria else None) or []:
+            side = conf.side_of(action.requestor)
+            episode.call(side, action.name, action.arguments)  # type: ignore[arg-type]
+        _check(episode.agent_db)
+
+
+@pytest.mark.skipif(not conf.fixtures_present(), reason="reference data not found")
+def test_telecom_cow_hashes_match_the_full_text_on_both_sides() -> None:
+    domain = load_domains(["telecom"], conf.DATA_DIR)["telecom"]
+    store = EpisodeStore({"telecom": domain})
+    for task_id in domain.task_ids("base")[:10]:
+        episode = store.create("telecom", task_id)
+        assert episode.user_db is not None
+        for db in (episode.agent_db, episode.user_db):
+            _check(db)
