@@ -261,11 +261,10 @@ class TauServer:
         return Response(body, media_type="application/json")
 
     async def hashes(self, request: Request) -> Response:
+        # On the event loop: a hash reads only what the episode changed (plus at most one pass
+        # of sha256 over the base text, ~2 ms for airline), cheaper than a thread hop.
         episode = self._episode(request)
-        body = await anyio.to_thread.run_sync(
-            _locked_json, episode, episode.hashes, limiter=self._serializers()
-        )
-        return Response(body, media_type="application/json")
+        return Response(_locked_json(episode, episode.hashes), media_type="application/json")
 
     async def delete_episode(self, request: Request) -> Response:
         domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
