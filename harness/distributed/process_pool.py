@@ -232,10 +232,18 @@ class ProcessPool:
         self._homes: dict[str, WorkerLink] = {}
         self._slack = max(1, self.config.max_concurrency // (4 * count))
         self._forked: list[tuple[int, socket.socket]] = []
-        self.spawner = Spawner(partial(worker_main, setup))
+        if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+            raise ConfigError("--workers needs a system with fork (Linux, macOS); use --ray")
+        try:
+            self.spawner = Spawner(partial(worker_main, setup))
+        except OSError as exc:
+            raise ConfigError(f"cannot start worker processes ({exc})") from None
         try:
             for _ in range(count):
                 self._forked.append(self.spawner.spawn())
+        except OSError as exc:
+            self.close()
+            raise ConfigError(f"cannot start worker processes ({exc})") from None
         except BaseException:
             self.close()
             raise

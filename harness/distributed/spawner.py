@@ -55,9 +55,13 @@ class Spawner:
         driver = os.getpid()
         gc.freeze()  # the copies share these pages instead of rewriting their GC headers
         pid = os.fork()
-        if pid == 0:  # the spawner; never returns
-            ours.close()
-            _spawner_loop(theirs, worker_main, driver)
+        if pid == 0:  # the spawner; never returns into the driver's code
+            try:
+                ours.close()
+                _spawner_loop(theirs, worker_main, driver)
+            except BaseException:  # noqa: BLE001 - say why, but never run the driver's code
+                traceback.print_exc()
+            os._exit(1)
         gc.unfreeze()
         theirs.close()
         self.pid: int | None = pid
