@@ -59,6 +59,10 @@ class InstantModel:
         # http.server listens with a backlog of 5: a burst of new connections (each worker
         # process opens its own) overflows it and stalls in TCP retransmission for seconds.
         module.ThreadingHTTPServer.request_queue_size = 1024
+        # It writes a reply's headers and body separately: with Nagle's algorithm on, the body
+        # waits for the client's delayed ACK of the headers (~40 ms on loopback), so every
+        # "instant" reply took 40 ms and a run was bound by that latency, not by the harness.
+        module.BaseHTTPRequestHandler.disable_nagle_algorithm = True
         self.requests = 0
         self.first_request: float | None = None
         self.first_request_cpu: float | None = None  # the watched process's CPU seconds then
