@@ -229,8 +229,6 @@ class ProcessPool:
         self.closed = False
         self._changed: asyncio.Event | None = None
         self._background: set[asyncio.Task[None]] = set()
-        self._homes: dict[str, WorkerLink] = {}
-        self._slack = max(1, self.config.max_concurrency // (4 * count))
         self._forked: list[tuple[int, socket.socket]] = []
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
             raise ConfigError("--workers needs a system with fork (Linux, macOS); use --ray")
@@ -265,7 +263,7 @@ class ProcessPool:
         for attempt in range(self.config.max_retries + 1):
             if attempt:
                 await asyncio.sleep(self.config.retry_delay)
-            link = await self._pick(task.id)
+            link = await self._pick()
             if link is None:
                 last_error = f"no worker process left ({self.deaths} ended); {last_error}"
                 break
@@ -295,9 +293,6 @@ class ProcessPool:
         readers = [link.reading for link in self.links if link.reading is not None]
         if readers:
             await asyncio.wait(readers, timeout=5.0)
-
-    def worker_pids(self) -> list[int]:
-        return [link.pid for link in self.links if link.alive]
 
     # --- outside it -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -351,19 +346,12 @@ class ProcessPool:
             self.replacing -= 1
             self.changed()
 
-    async def _pick(self, task_id: str) -> WorkerLink | None:
-        """The worker that ran this task before unless it is much busier than the least loaded
-        one (each worker computes a task's gold state once, at its first grading), else the
-        least loaded; waits while a replacement is on its way."""
+    async def _pick(self) -> WorkerLink | None:
+        """The least loaded ready worker; waits while a replacement is on its way."""
         while True:
             ready = [link for link in self.links if link.alive and link.ready]
             if ready:
-                least = min(ready, key=lambda link: len(link.pending))
-                home = self._homes.get(task_id)
-                if home in ready and len(home.pending) <= len(least.pending) + self._slack:
-                    return home
-                self._homes[task_id] = least
-                return least
+                return min(ready, key=lambda link: len(link.pending))
             if (not self.replacing and not self.links) or self.closed or self._changed is None:
                 return None
             await self._changed.wait()
