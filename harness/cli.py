@@ -227,6 +227,15 @@ def run(
         help="Run the simulations on Ray: ADDRESS as Ray takes it (auto, ray://host:port); "
         "--ray alone starts a local instance. Needs the ray extra.",
     ),
+    workers: str = typer.Option(
+        None,
+        "--workers",
+        metavar="N",
+        help="Worker processes running the simulations; 0 or auto: one per CPU (default 1: all "
+        "in this process, which stays the only writer of the results file; --max-concurrency "
+        "is the total over workers). With --ray: the number of Ray actors (default one per CPU "
+        "of the cluster).",
+    ),
     provider_limit: str = typer.Option(
         None,
         "--provider-limit",
@@ -269,10 +278,27 @@ def run(
     )
     try:
         limits = parse_provider_limits(provider_limit)
+        count = _worker_count(workers)
         loaded = _load_domain(domain, data_dir)
-        simulations = asyncio.run(
-            _run(config, loaded, server, server_token, ray, limits, agent_cmd, timeout)
-        )
+        if ray is None and count is not None and count != 1:
+            simulations = _run_with_workers(
+                config, loaded, count, server, server_token, limits, agent_cmd, timeout
+            )
+        else:
+            ray_workers = count or None  # Ray's default (0, auto): one per CPU of the cluster
+            simulations = asyncio.run(
+                _run(
+                    config,
+                    loaded,
+                    server,
+                    server_token,
+                    ray,
+                    limits,
+                    agent_cmd,
+                    timeout,
+                    ray_workers,
+                )
+            )
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -299,6 +325,7 @@ async def _run(
     provider_limits: dict[str, int] | None = None,
     agent_cmd: str | None = None,
     timeout: float | None = None,
+    ray_workers: int | None = None,
 ) -> list[dict[str, Any]]:
     backend = await _backend(domain, server, token)
     pool = None
@@ -322,6 +349,7 @@ async def _run(
                 server=server,
                 token=token,
                 provider_limits=provider_limits,
+                workers=ray_workers,
             )
             runner.executor = pool
         else:
@@ -331,52 +359,111 @@ async def _run(
 
                 limits = LocalProviderLimits(provider_limits).gate
             set_request_gate(first_request_check([] if check_now else uses, limits))
-        passed = finished = infra = 0
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("pass {task.fields[rate]}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
-            # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
-            bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
-
-            def on_done(sim: dict[str, Any]) -> None:
-                nonlocal passed, finished, infra
-                if sim.get("termination_reason") != INFRA:
-                    finished += 1
-                    passed += is_success((sim.get("reward_info") or {}).get("reward"))
-                else:
-                    infra += 1
-                progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
-
-            try:
-                results = await runner.run(
-                    on_done, lambda todo: progress.update(bar, total=todo, visible=True)
-                )
-            except ConfigError:
-                # The run stops before it did anything (say, a missing key found as the first
-                # model request went out): the error alone, no empty bar.
-                progress.update(bar, visible=False)
-                raise
-        print_summary(
-            console,
-            results.simulations,
-            f"{domain.name}: {config.agent} agent, {config.user} user",
-            info=results.header["info"],
-            label=str(config.save_to or "run"),
-        )
-        if config.save_to:
-            console.print(f"results saved to {config.save_to}")
-        return results.simulations
+        return await _drive(runner, domain, config)
     finally:
         if pool is not None:
             pool.close()
         set_request_gate(None)
         await backend.close()
+
+
+def _worker_count(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    from harness.distributed.process_pool import parse_workers
+
+    return parse_workers(raw)
+
+
+def _run_with_workers(
+    config: RunConfig,
+    domain,
+    count: int,
+    server: str | None,
+    token: str | None,
+    provider_limits: dict[str, int],
+    agent_cmd: str | None,
+    timeout: float | None,
+) -> list[dict[str, Any]]:
+    """`--workers N`: everything is checked here, the workers are forked before the event loop
+    starts (they inherit the loaded domain and imported modules), then the loop drives the run."""
+    from harness.distributed.process_pool import NoBackend, ProcessPool, cpu_count, preload
+
+    if config.agent == "cmd":
+        raise ConfigError(
+            "--workers cannot run --agent cmd (it hosts an MCP server of its own for each "
+            "simulation); leave --workers out"
+        )
+    runner = make_runner(NoBackend(), domain, config, agent_cmd, timeout)  # type: ignore[arg-type]
+    tasks = select_tasks(domain, config)
+    count = min(count or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials)
+    if count <= 1:  # nothing to share out: the usual single-process run
+        return asyncio.run(
+            _run(config, domain, server, token, None, provider_limits, agent_cmd, timeout)
+        )
+    # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
+    # no worker imports it again, and a missing key is one sentence with no results file.
+    check_models(models_called(runner.config, tasks, runner.grader.judge))
+    preload(domain)
+    pool = ProcessPool(runner, count, server=server, token=token, provider_limits=provider_limits)
+    try:
+        return asyncio.run(_drive_workers(runner, domain, config, pool))
+    finally:
+        pool.close()
+
+
+async def _drive_workers(runner, domain, config: RunConfig, pool) -> list[dict[str, Any]]:
+    try:
+        await pool.start()
+        runner.executor = pool
+        return await _drive(runner, domain, config)
+    finally:
+        await pool.stop()
+
+
+async def _drive(runner, domain, config: RunConfig) -> list[dict[str, Any]]:
+    """Run every simulation with the progress bar, then print the summary."""
+    passed = finished = infra = 0
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pass {task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
+        bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
+
+        def on_done(sim: dict[str, Any]) -> None:
+            nonlocal passed, finished, infra
+            if sim.get("termination_reason") != INFRA:
+                finished += 1
+                passed += is_success((sim.get("reward_info") or {}).get("reward"))
+            else:
+                infra += 1
+            progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
+
+        try:
+            results = await runner.run(
+                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
+            )
+        except ConfigError:
+            # The run stops before it did anything (say, a missing key found as the first
+            # model request went out): the error alone, no empty bar.
+            progress.update(bar, visible=False)
+            raise
+    print_summary(
+        console,
+        results.simulations,
+        f"{domain.name}: {config.agent} agent, {config.user} user",
+        info=results.header["info"],
+        label=str(config.save_to or "run"),
+    )
+    if config.save_to:
+        console.print(f"results saved to {config.save_to}")
+    return results.simulations
 
 
 @app.command()

@@ -1,9 +1,10 @@
 """Benchmark the harness's own cost per model turn against an instant fake model.
 
 Starts `instant_llm.py` (the shared stateless fake model; it answers at once) inside this process,
-runs `tau-harness run` as a child process on it and prints simulations/s, the harness process's
-CPU milliseconds per model request (all in: episode creation, MCP tool calls, user simulator,
-grading, results writing), its peak RSS, and the start-up time to the first model request.
+runs `tau-harness run` as a child process on it and prints simulations/s, the harness's CPU
+milliseconds per model request (all in: episode creation, MCP tool calls, user simulator, grading,
+results writing; with `--workers N`, the driver's and every worker's), its peak RSS, and the
+start-up time to the first model request.
 
     python scripts/bench_throughput.py [--max-concurrency 16] [--workers 1] [--startup-only]
         [--instant-llm ../shared/perf/instant_llm.py] [--data-dir ../shared/tau2-data]
@@ -30,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_FAKE = REPO.parent / "shared/perf/instant_llm.py"
-DEFAULT_DATA = REPO.parent / "shared/tau2-data"
+# ../shared beside the checkout, or beside the checkout's parent (a git worktree under wt/)
+SHARED = next((p / "shared" for p in REPO.parents[:2] if (p / "shared").is_dir()), REPO.parent)
+DEFAULT_FAKE = SHARED / "perf/instant_llm.py"
+DEFAULT_DATA = SHARED / "tau2-data"
 GOAL_CPU_MS = 3.0
 GOAL_STARTUP_S = 1.5
 
@@ -53,6 +56,13 @@ class InstantModel:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         module.print = lambda *args, **kwargs: None  # its progress lines would mix with ours
+        # http.server listens with a backlog of 5: a burst of new connections (each worker
+        # process opens its own) overflows it and stalls in TCP retransmission for seconds.
+        module.ThreadingHTTPServer.request_queue_size = 1024
+        # It writes a reply's headers and body separately: with Nagle's algorithm on, the body
+        # waits for the client's delayed ACK of the headers (~40 ms on loopback), so every
+        # "instant" reply took 40 ms and a run was bound by that latency, not by the harness.
+        module.BaseHTTPRequestHandler.disable_nagle_algorithm = True
         self.requests = 0
         self.first_request: float | None = None
         self.first_request_cpu: float | None = None  # the watched process's CPU seconds then
@@ -65,7 +75,7 @@ class InstantModel:
                 self.requests += 1
                 if self.first_request is None:
                     self.first_request = time.perf_counter()
-                    self.first_request_cpu = process_cpu(self.watch_pid)
+                    self.first_request_cpu = tree_cpu(self.watch_pid)
             return original(*args, **kwargs)
 
         module.reply = counted
@@ -97,15 +107,80 @@ class InstantModel:
             self.watch_pid = pid
 
 
-def process_cpu(pid: int | None) -> float | None:
-    """User + system CPU seconds of a running process (Linux /proc)."""
-    if pid is None:
-        return None
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (field 3 onwards), or None if gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its live descendants (worker processes and whatever they started)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = int(fields[1])
+    tree, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def tree_cpu(pid: int | None, tree: list[int] | None = None) -> float | None:
+    """User + system CPU seconds of a running process and all its descendants, live ones and
+    those already reaped (Linux /proc: utime, stime, cutime, cstime)."""
+    if pid is None:
+        return None
+    total = 0
+    for member in tree or process_tree(pid):
+        fields = _stat(member)
+        if fields is not None:
+            total += sum(int(f) for f in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def tree_pss(tree: list[int]) -> int:
+    """Proportional set size of a process tree in bytes: each page shared by k processes (the
+    workers share the driver's pages copy-on-write) counted 1/k in each, so the sum is real."""
+    total = 0
+    for member in tree:
+        try:
+            text = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1]) * 1024
+                break
+    return total
+
+
+class TreeSampler:
+    """Samples a process tree's CPU and summed PSS while it runs: the memory of a run with
+    workers is their sum, which rusage (the largest single process) does not give, and the CPU
+    seen is a check that the driver reaped its workers (else rusage would miss theirs)."""
+
+    def __init__(self, pid: int, interval: float = 0.5) -> None:
+        self.pid, self.interval = pid, interval
+        self.cpu = 0.0
+        self.pss = 0
+        self.processes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            tree = process_tree(self.pid)
+            self.processes = max(self.processes, len(tree))
+            self.cpu = max(self.cpu, tree_cpu(self.pid, tree) or 0.0)
+            self.pss = max(self.pss, tree_pss(tree))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 def harness_command(args: argparse.Namespace, save_to: Path, extra: list[str]) -> list[str]:
@@ -144,7 +219,8 @@ original = runner.Runner.simulate
 def simulate(self, *args, **kwargs):
     if not getattr(runner, "_bench_marked", False):
         runner._bench_marked = True
-        print(f"BENCH-FIRST-SIMULATION {time.time()} {time.process_time()}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"BENCH-FIRST-SIMULATION {time.time()} {time.process_time()}\\n")
+        sys.stderr.flush()
     return original(self, *args, **kwargs)
 runner.Runner.simulate = simulate
 load_litellm = llm.litellm_module
@@ -153,7 +229,8 @@ def litellm_module():
         return llm._litellm
     started = time.process_time()
     module = load_litellm()
-    print(f"BENCH-LITELLM-IMPORT {time.process_time() - started}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"BENCH-LITELLM-IMPORT {time.process_time() - started}\\n")
+    sys.stderr.flush()
     return module
 llm.litellm_module = litellm_module
 from harness.cli import app
@@ -181,7 +258,11 @@ finally:
 class HarnessRun:
     wall: float  # seconds from spawn to exit
     cpu: float  # user + system seconds of the harness process
-    rss_mib: int  # peak resident set size
+    rss_mib: int  # peak resident set size of the largest process (rusage)
+    tree_pss_mib: int  # peak summed PSS of the driver and its workers (sampled)
+    processes: int  # most processes seen in the harness's tree at once
+    sampled_cpu: float  # CPU of the tree as last sampled before it ended (a floor)
+    bench_cpu: float  # this process's CPU meanwhile: the instant model (and the sampler)
     first_simulation_wall: float | None  # seconds from spawn to the first simulation's start
     first_simulation_cpu: float | None  # CPU seconds spent by then
     litellm_import_cpu: float | None  # CPU seconds its one import of litellm took
@@ -190,29 +271,45 @@ class HarnessRun:
 def run_harness(command: list[str], env: dict[str, str], model: InstantModel) -> HarnessRun:
     spawned_epoch = time.time()
     spawned = time.perf_counter()
+    bench_cpu = time.process_time()
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     model.reset(proc.pid)
     model.spawned = spawned
+    sampler = TreeSampler(proc.pid)
     stderr_lines: list[bytes] = []
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
+    # The rusage wait4 returns counts the child and every descendant it reaped (the kernel adds
+    # a reaped child's CPU, its own reaped children's included, to its parent's): the driver,
+    # its worker spawner and the workers, provided each reaped the next (checked below).
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - spawned
+    bench_cpu = time.process_time() - bench_cpu
+    sampler.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     reader.join(5)
     if proc.returncode != 0:
         tail = b"".join(stderr_lines[-20:]).decode(errors="replace")
         raise SystemExit(f"error: tau-harness exited with {proc.returncode}:\n{tail}")
     first_wall = first_cpu = litellm_cpu = None
-    for line in stderr_lines:
-        if line.startswith(b"BENCH-FIRST-SIMULATION "):
-            _, stamp, cpu = line.split()
-            first_wall, first_cpu = float(stamp) - spawned_epoch, float(cpu)
-        elif line.startswith(b"BENCH-LITELLM-IMPORT "):
-            litellm_cpu = float(line.split()[1])
+    for line in stderr_lines:  # the first (with workers, each prints its own CPU: not used)
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == b"BENCH-FIRST-SIMULATION" and first_wall is None:
+            first_wall, first_cpu = float(fields[1]) - spawned_epoch, float(fields[2])
+        elif len(fields) == 2 and fields[0] == b"BENCH-LITELLM-IMPORT" and litellm_cpu is None:
+            litellm_cpu = float(fields[1])
     cpu_total = usage.ru_utime + usage.ru_stime
     return HarnessRun(
-        wall, cpu_total, usage.ru_maxrss // 1024, first_wall, first_cpu, litellm_cpu
+        wall=wall,
+        cpu=cpu_total,
+        rss_mib=usage.ru_maxrss // 1024,
+        tree_pss_mib=sampler.pss // (1 << 20),
+        processes=sampler.processes,
+        sampled_cpu=sampler.cpu,
+        bench_cpu=bench_cpu,
+        first_simulation_wall=first_wall,
+        first_simulation_cpu=first_cpu,
+        litellm_import_cpu=litellm_cpu,
     )
 
 
@@ -289,8 +386,15 @@ def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str
     print(
         f"  wall {run.wall:.2f} s: {sims / run.wall:.1f} simulations/s, {requests / run.wall:.0f} requests/s"
     )
+    if model.first_request is not None:
+        steady = run.wall - (model.first_request - model.spawned)
+        print(
+            f"  after the first model request: {steady:.2f} s, {sims / steady:.1f} simulations/s; "
+            f"the instant model (this process) used {run.bench_cpu:.2f} s CPU meanwhile"
+        )
+    who = "driver + workers" if args.workers > 1 else "harness"
     print(
-        f"  harness CPU {run.cpu:.2f} s: {per_request:.2f} ms per model request all in "
+        f"  {who} CPU {run.cpu:.2f} s: {per_request:.2f} ms per model request all in "
         f"(goal <= {GOAL_CPU_MS} ms: {met})"
     )
     if run.litellm_import_cpu is not None:
@@ -307,7 +411,15 @@ def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str
             f"  of which start-up {model.first_request_cpu:.2f} s CPU (to the first model request); "
             f"after it {steady:.2f} ms per model request"
         )
-    print(f"  peak RSS {run.rss_mib} MiB")
+    print(
+        f"  peak RSS {run.rss_mib} MiB (largest process); peak PSS {run.tree_pss_mib} MiB "
+        f"summed over {run.processes} process(es) (sampled)"
+    )
+    if run.sampled_cpu > run.cpu * 1.02 + 0.05:
+        print(
+            f"  WARNING: the process tree was seen using {run.sampled_cpu:.2f} s CPU, more than "
+            "the rusage total: some worker was not reaped, so its CPU is missing above"
+        )
 
 
 def main() -> None:

@@ -1,16 +1,21 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1 for tests that drive real litellm.
 
 Each model name has a queue of replies (text or tool calls); every request pops the next one
-and is kept for inspection.
+and is kept for inspection. A model can instead have a responder, a function from the request
+body to the reply: concurrent conversations (several simulations, several worker processes)
+then get the same replies whatever order their requests arrive in. `delay` holds every reply
+that long; `peak_in_flight` is the most requests the server held at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -36,6 +41,10 @@ class FakeLLMServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._ids = 0
+        self.responders: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+        self.delay = 0.0
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     @property
     def api_base(self) -> str:
@@ -64,16 +73,33 @@ class FakeLLMServer:
     def script(self, model: str, *replies: dict[str, Any]) -> None:
         self.scripts[model].extend(replies)
 
+    def respond(self, model: str, responder: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Answer every request to `model` with `responder(request body)`."""
+        self.responders[model] = responder
+
     async def _complete(self, request: Request) -> JSONResponse:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            return await self._reply(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _reply(self, request: Request) -> JSONResponse:
         body = await request.json()
         model = body.get("model", "")
         self.requests[model].append(body)
         queue = self.scripts.get(model)
-        if not queue:
+        if model in self.responders:
+            reply = self.responders[model](body)
+        elif not queue:
             return JSONResponse(
                 {"error": {"message": f"no scripted reply left for {model}"}}, status_code=500
             )
-        reply = queue.popleft()
+        else:
+            reply = queue.popleft()
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
         if reply.get("tool_calls"):
             message["tool_calls"] = []

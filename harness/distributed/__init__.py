@@ -1,2 +1,3 @@
-"""Running past one event loop: per-provider request limits, and a run's simulations as Ray
-tasks across a cluster (the driver stays the only writer of the results file)."""
+"""Running past one event loop: local worker processes (`--workers`), a run's simulations as Ray
+tasks across a cluster (`--ray`), and per-provider request limits over all of them; in every
+case the driver stays the only writer of the results file."""

@@ -1,8 +1,10 @@
 """Per-provider limits on model requests in flight (`--provider-limit openai=40,anthropic=20`).
 
 The limit is per litellm provider (the part of the model string litellm routes by), held for the
-duration of each request. In one process the gate is a set of semaphores; on a Ray cluster it is
-one actor every worker asks (`harness.distributed.ray_pool`).
+duration of each request. In one process the gate is a set of semaphores; with local worker
+processes those semaphores live in the driver, which grants permits over each worker's socket
+(`harness.distributed.process_pool`); on a Ray cluster it is one actor every worker asks
+(`harness.distributed.ray_pool`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def provider_of(model: str) -> str:
 
 
 class LocalProviderLimits:
-    """Semaphores per provider, for a run in one process."""
+    """Semaphores per provider, for a run in one process (or a driver granting its workers)."""
 
     def __init__(self, limits: dict[str, int]) -> None:
         self.limits = dict(limits)
@@ -58,17 +60,27 @@ class LocalProviderLimits:
             self._semaphores[provider] = asyncio.Semaphore(self.limits[provider])
         return self._semaphores[provider]
 
+    async def acquire(self, provider: str) -> bool:
+        """Take a permit for `provider`; False (and nothing to release) if it has no limit."""
+        semaphore = self._semaphore(provider)
+        if semaphore is None:
+            return False
+        await semaphore.acquire()
+        self.in_flight[provider] = self.in_flight.get(provider, 0) + 1
+        self.peak[provider] = max(self.peak.get(provider, 0), self.in_flight[provider])
+        return True
+
+    def release(self, provider: str) -> None:
+        self.in_flight[provider] -= 1
+        self._semaphores[provider].release()
+
     @asynccontextmanager
     async def gate(self, model: str) -> Any:
         provider = provider_of(model)
-        semaphore = self._semaphore(provider)
-        if semaphore is None:
+        if not await self.acquire(provider):
             yield
             return
-        async with semaphore:
-            self.in_flight[provider] = self.in_flight.get(provider, 0) + 1
-            self.peak[provider] = max(self.peak.get(provider, 0), self.in_flight[provider])
-            try:
-                yield
-            finally:
-                self.in_flight[provider] -= 1
+        try:
+            yield
+        finally:
+            self.release(provider)
