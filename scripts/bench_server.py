@@ -197,8 +197,8 @@ async def run(domain: str, base: str, episodes: int, calls_each: int, pid: int) 
         engine = engine_cpu_per_call(domain, name, args, DATA_DIR, samples)
         print(
             f"  of which: the engine's own work {engine:.3f} ms; HTTP floor (uvicorn + starlette "
-            f"+ middleware, GET /health) {health_cpu:.2f} ms; the MCP layer (fastmcp + mcp "
-            f"streamable HTTP, JSON-RPC) the rest, {tool_cpu - engine - health_cpu:.2f} ms"
+            f"+ middleware, GET /health) {health_cpu:.2f} ms; the MCP layer (reading the "
+            f"JSON-RPC request, the short path of servers/fast_calls.py, the response) the rest, {tool_cpu - engine - health_cpu:.2f} ms"
         )
 
         paths = [
