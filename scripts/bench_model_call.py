@@ -1,26 +1,63 @@
 """CPU per model call of `conversation.llm.generate`, against the shared instant fake model.
 
 Replays an agent request (system prompt, airline tools) and a user-simulator request recorded in
-the conformance fixtures, N times each, and prints the CPU milliseconds per call through the cheap
-route (`conversation/direct.py`) and through litellm's full `acompletion` path.
+the conformance fixtures, N times each, and prints this process's CPU milliseconds per call
+through the cheap route (`conversation/direct.py`) and through litellm's full `acompletion` path.
+The fake model runs in a child process, so its own work is not in the figures.
 
     python scripts/bench_model_call.py [--calls 300] [--instant-llm ../shared/perf/instant_llm.py]
+        [--profile out.pstats]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_throughput import DEFAULT_DATA, DEFAULT_FAKE, InstantModel  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared/conformance/requests"
+
+def shared_dir() -> Path:
+    """`../shared` of the checkout (a git worktree sits one level deeper than the main one)."""
+    for parent in REPO.parents:
+        if (parent / "shared/perf/instant_llm.py").exists():
+            return parent / "shared"
+    return REPO.parent / "shared"
+
+
+SHARED = shared_dir()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_instant_model(script: Path, data_dir: Path) -> tuple[subprocess.Popen, str]:
+    """The fake model in its own process; returns it and its base URL once it accepts."""
+    port = free_port()
+    argv = [sys.executable, str(script), "--data-dir", str(data_dir), "--port", str(port)]
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise SystemExit(f"error: the instant model exited ({child.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return child, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.02)
+    child.kill()
+    raise SystemExit("error: the instant model did not start")
 
 
 def recorded_requests(fixtures: Path) -> tuple[dict, dict]:
@@ -30,7 +67,9 @@ def recorded_requests(fixtures: Path) -> tuple[dict, dict]:
     return agent, user
 
 
-async def per_call_ms(calls: int, agent: dict, user: dict) -> tuple[float, float]:
+async def per_call_ms(
+    calls: int, agent: dict, user: dict, profiler: cProfile.Profile | None
+) -> tuple[float, float]:
     from conversation import llm
 
     if llm._litellm is None:
@@ -40,6 +79,9 @@ async def per_call_ms(calls: int, agent: dict, user: dict) -> tuple[float, float
     args = {"temperature": 0.0, "seed": 1}
     for _ in range(3):  # warm: connections, routes
         await llm.generate("openai/fake", agent["messages"], tools=agent["tools"], **args)
+        await llm.generate("openai/fake", user["messages"], role="user", **args)
+    if profiler is not None:
+        profiler.enable()
     started = time.process_time()
     for _ in range(calls):
         await llm.generate("openai/fake", agent["messages"], tools=agent["tools"], **args)
@@ -47,33 +89,51 @@ async def per_call_ms(calls: int, agent: dict, user: dict) -> tuple[float, float
     started = time.process_time()
     for _ in range(calls):
         await llm.generate("openai/fake", user["messages"], role="user", **args)
-    return agent_ms, (time.process_time() - started) * 1000 / calls
+    user_ms = (time.process_time() - started) * 1000 / calls
+    if profiler is not None:
+        profiler.disable()
+    return agent_ms, user_ms
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--instant-llm", type=Path, default=DEFAULT_FAKE)
+    parser.add_argument("--instant-llm", type=Path, default=SHARED / "perf/instant_llm.py")
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("TAU2_DATA_DIR", DEFAULT_DATA))
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("TAU2_DATA_DIR", SHARED / "tau2-data")),
     )
-    parser.add_argument("--fixtures", type=Path, default=FIXTURES)
+    parser.add_argument("--fixtures", type=Path, default=SHARED / "conformance/requests")
+    parser.add_argument(
+        "--profile", type=Path, help="write a CPU-clock cProfile of the cheap route's calls"
+    )
     options = parser.parse_args()
-    model = InstantModel(options.instant_llm, options.data_dir.resolve(), tool_calls=5)
-    os.environ.update(
-        OPENAI_API_BASE=model.url, OPENAI_API_KEY="fake", LITELLM_LOCAL_MODEL_COST_MAP="True"
-    )
-    agent, user = recorded_requests(options.fixtures)
-    for label, full in (
-        ("cheap route (conversation/direct.py)", False),
-        ("litellm.acompletion", True),
-    ):
-        if full:
-            os.environ["TAU_LITELLM_FULL_PATH"] = "1"
-        agent_ms, user_ms = asyncio.run(per_call_ms(options.calls, agent, user))
-        print(
-            f"{label}: agent call (14 tools) {agent_ms:.2f} ms CPU, user call {user_ms:.2f} ms CPU"
+    child, url = start_instant_model(options.instant_llm, options.data_dir.resolve())
+    try:
+        os.environ.update(
+            OPENAI_API_BASE=url, OPENAI_API_KEY="fake", LITELLM_LOCAL_MODEL_COST_MAP="True"
         )
+        agent, user = recorded_requests(options.fixtures)
+        for label, full in (
+            ("cheap route (conversation/direct.py)", False),
+            ("litellm.acompletion", True),
+        ):
+            if full:
+                os.environ["TAU_LITELLM_FULL_PATH"] = "1"
+            profiler = None
+            if options.profile and not full:
+                profiler = cProfile.Profile(time.process_time)
+            agent_ms, user_ms = asyncio.run(per_call_ms(options.calls, agent, user, profiler))
+            if profiler is not None:
+                profiler.dump_stats(options.profile)
+            print(
+                f"{label}: agent call (14 tools) {agent_ms:.3f} ms CPU, "
+                f"user call {user_ms:.3f} ms CPU"
+            )
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
 
 
 if __name__ == "__main__":
