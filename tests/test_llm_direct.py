@@ -7,6 +7,8 @@ equal key for key, and the resulting messages equal field for field.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from conversation import direct, llm
@@ -47,6 +49,47 @@ CONVERSATION = [
     ToolMessage(id="call_9", content='{"name": "Mia"}'),
 ]
 
+# A longer history: several tool calls and results, a raw dict message as a caller may pass one,
+# non-ASCII text (accents, CJK, emoji) and floats in tool-call arguments and results.
+LONG_CONVERSATION = [
+    {"role": "system", "content": "Agent. Währung: €; 東京; naïve café 🙂"},
+    ChatMessage(role="assistant", content="Hi! How can I help you today?"),
+    ChatMessage(role="user", content="Réservation pour Zoë — 2 bags, 23.5 kg each."),
+    ChatMessage(
+        role="assistant",
+        tool_calls=[
+            ToolCall(
+                id="call_1",
+                name="get_user_details",
+                arguments={"user_id": "zoë_1", "weight": 23.5, "tiny": 1e-7, "big": 1e16},
+            )
+        ],
+    ),
+    ToolMessage(id="call_1", content='{"name": "Zoë", "balance": 0.30000000000000004}'),
+    ChatMessage(
+        role="assistant",
+        tool_calls=[
+            ToolCall(id="call_2", name="list_all_airports", arguments={}),
+            ToolCall(id="call_3", name="get_user_details", arguments={"n": [0.1, -0.0, 3]}),
+        ],
+    ),
+    ToolMessage(id="call_2", content="[]"),
+    ToolMessage(id="call_3", content="ok ✓"),
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_4",
+                "type": "function",
+                "function": {"name": "list_all_airports", "arguments": '{"x": 1.5e300}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_4", "content": "\u00e9 stays escaped; \\ too"},
+    ChatMessage(role="assistant", content="Done. Anything else? 🛫"),
+]
+
 CASES = [
     pytest.param({"tools": TOOLS}, {}, id="tools-auto"),
     pytest.param({"tools": TOOLS, "tool_choice": "required"}, {"seed": 7}, id="tools-required"),
@@ -55,7 +98,9 @@ CASES = [
 ]
 
 
-async def _both(server: FakeLLMServer, model: str, reply: dict, monkeypatch, **kwargs):
+async def _both(
+    server: FakeLLMServer, model: str, reply: dict, monkeypatch, conversation=None, **kwargs
+):
     """(full-path body, full-path message, direct body, direct message) for one call."""
     out = []
     for full in (True, False):
@@ -64,7 +109,9 @@ async def _both(server: FakeLLMServer, model: str, reply: dict, monkeypatch, **k
         else:
             monkeypatch.delenv("TAU_LITELLM_FULL_PATH", raising=False)
         server.script(model, reply)
-        message = await llm.generate(f"openai/{model}", CONVERSATION, **kwargs)
+        # Each route gets its own copy: litellm rewrites some message dicts in place.
+        history = copy.deepcopy(conversation if conversation is not None else CONVERSATION)
+        message = await llm.generate(f"openai/{model}", history, **kwargs)
         out += [server.requests[model][-1], message]
     return out
 
@@ -79,6 +126,43 @@ async def test_direct_route_sends_the_body_litellm_sends(fake, monkeypatch, tool
     assert direct_body == full_body
     assert direct.route_for(llm.litellm_module(), "openai/fake-model", {}, False, None)
     _same_message(full_msg, direct_msg)
+
+
+LONG_CASES = [
+    pytest.param({"tools": TOOLS}, {"temperature": 0.0, "seed": 626729}, id="tools"),
+    pytest.param({}, {"top_p": 0.9, "presence_penalty": -0.5}, id="no-tools-float-params"),
+    pytest.param({"tools": TOOLS, "tool_choice": "required"}, {"max_tokens": 64}, id="required"),
+]
+
+
+@pytest.mark.parametrize(("tool_args", "sampling"), LONG_CASES)
+async def test_every_turn_of_a_long_conversation_sends_the_body_litellm_sends(
+    fake, monkeypatch, tool_args, sampling
+):
+    """Turn by turn, as a conversation grows (the direct route caches the tools part)."""
+    args = {**fake.llm_args(), **tool_args, **sampling}
+    for turn in range(1, len(LONG_CONVERSATION) + 1):
+        history = LONG_CONVERSATION[:turn]
+        full_body, _, direct_body, _ = await _both(
+            fake, "long-model", text("ok"), monkeypatch, history, **args
+        )
+        assert direct_body == full_body, f"turn {turn}"
+
+
+async def test_equal_tool_lists_share_a_template_and_changed_ones_do_not(fake, monkeypatch):
+    """Every simulation builds its own (equal) tool list; a changed schema must show."""
+    args = fake.llm_args()
+    changed = copy.deepcopy(TOOLS)
+    changed[1]["function"]["description"] = "Every airport, ünïcode."
+    for tools in (TOOLS, copy.deepcopy(TOOLS), changed, copy.deepcopy(TOOLS), changed):
+        full_body, _, direct_body, _ = await _both(
+            fake, "lists-model", text("ok"), monkeypatch, tools=tools, **args
+        )
+        assert direct_body == full_body
+        assert (
+            direct_body["tools"][1]["function"]["description"]
+            == (tools[1]["function"]["description"])
+        )
 
 
 async def test_direct_route_reads_text_replies_and_usage_like_litellm(fake, monkeypatch):
