@@ -151,9 +151,20 @@ ROUTE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "OPENAI_ORG
 
 
 def _key(model: str, args: dict[str, Any], has_tools: bool, tool_choice: Any) -> tuple:
-    items = tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in args.items()))
-    env = tuple(os.environ.get(name) for name in ROUTE_ENV)
-    return (model, items, has_tools, json.dumps(tool_choice, default=str), env)
+    """The call shape, looked up on every call: plain values key as themselves, with their type
+    (1, 1.0 and True are equal keys but not the same body); unhashable ones (a `stop` list, a
+    dict tool choice) by their JSON."""
+    env = tuple(map(os.environ.get, ROUTE_ENV))
+    try:
+        items = tuple(sorted((k, type(v), v) for k, v in args.items()))
+        key = (model, items, has_tools, type(tool_choice), tool_choice, env)
+        hash(key)
+        return key
+    except TypeError:
+        items = tuple(
+            sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in args.items())
+        )
+        return ("json", model, items, has_tools, json.dumps(tool_choice, default=str), env)
 
 
 def route_for(

@@ -165,6 +165,17 @@ async def test_equal_tool_lists_share_a_template_and_changed_ones_do_not(fake, m
         )
 
 
+def test_call_shapes_that_compare_equal_in_python_get_their_own_routes():
+    litellm = llm.litellm_module()
+    one = direct.route_for(litellm, "openai/x", {"temperature": 1}, False, None)
+    one_float = direct.route_for(litellm, "openai/x", {"temperature": 1.0}, False, None)
+    assert one is not None and one_float is not None and one is not one_float
+    assert one.params["temperature"] == 1 and isinstance(one_float.params["temperature"], float)
+    stop = direct.route_for(litellm, "openai/x", {"stop": ["a"]}, False, None)
+    assert stop is direct.route_for(litellm, "openai/x", {"stop": ["a"]}, False, None)
+    assert stop is not direct.route_for(litellm, "openai/x", {"stop": ["b"]}, False, None)
+
+
 async def test_direct_route_reads_text_replies_and_usage_like_litellm(fake, monkeypatch):
     _, full_msg, _, direct_msg = await _both(
         fake, "fake-model", text("All done."), monkeypatch, role="user", **fake.llm_args()
