@@ -80,7 +80,6 @@ class Route:
     def __post_init__(self) -> None:
         self._by_list: dict[int, tuple[list | None, wire_json.BodyTemplate]] = {}
         self._by_text: dict[bytes, wire_json.BodyTemplate] = {}
-        self._http: tuple[Any, Any, Any] | None = None
 
     def encode(self, messages: list[dict[str, Any]], tools: list | None, tool_choice: Any) -> bytes:
         """The request body as litellm's OpenAI path sends it, encoded.
@@ -121,17 +120,6 @@ class Route:
         if not data.get("stream"):
             data.pop("stream", None)
         return {**data, **extra}
-
-    def http(self) -> tuple[Any, Any, Any]:
-        """URL, headers and timeout as aiohttp objects, made once rather than per request."""
-        if self._http is None:
-            import aiohttp
-            from multidict import CIMultiDict
-            from yarl import URL
-
-            timeout = aiohttp.ClientTimeout(total=self.timeout)
-            self._http = (URL(self.url), CIMultiDict(self.headers), timeout)
-        return self._http
 
 
 def _bounded_put(cache: dict, key: Any, value: Any) -> None:
@@ -313,12 +301,12 @@ async def post(route: Route, content: bytes) -> dict[str, Any]:
     import aiohttp
 
     session = _session()
-    url, headers, timeout = route.http()
+    timeout = aiohttp.ClientTimeout(total=route.timeout)
     for attempt in range(route.retries + 1):
         last = attempt == route.retries
         try:
             async with session.post(
-                url, data=content, headers=headers, timeout=timeout
+                route.url, data=content, headers=route.headers, timeout=timeout
             ) as response:
                 status, raw = response.status, await response.read()
                 retry_after = response.headers.get("retry-after") if status >= 400 else None
