@@ -28,6 +28,11 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [(name, arguments)]}
 
 
+def failure(status: int, **headers: str) -> dict[str, Any]:
+    """An error answer (e.g. 429 with a Retry-After header) in place of a reply."""
+    return {"status": status, "headers": headers}
+
+
 class FakeLLMServer:
     def __init__(self) -> None:
         self.scripts: dict[str, deque] = defaultdict(deque)
@@ -74,6 +79,9 @@ class FakeLLMServer:
                 {"error": {"message": f"no scripted reply left for {model}"}}, status_code=500
             )
         reply = queue.popleft()
+        if "status" in reply:
+            error = {"error": {"message": f"scripted failure {reply['status']}"}}
+            return JSONResponse(error, status_code=reply["status"], headers=reply["headers"])
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
         if reply.get("tool_calls"):
             message["tool_calls"] = []

@@ -7,13 +7,14 @@ equal key for key, and the resulting messages equal field for field.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
 
 from conversation import direct, llm
 from conversation.messages import ChatMessage, ToolCall, ToolMessage
-from tests.fake_llm_server import FakeLLMServer, call, text
+from tests.fake_llm_server import FakeLLMServer, call, failure, text
 
 TOOLS = [
     {
@@ -236,3 +237,48 @@ async def test_an_unreachable_endpoint_is_one_clear_error():
     args = {"api_base": f"http://127.0.0.1:{_free_port()}/v1", "api_key": "k", "num_retries": 0}
     with pytest.raises(direct.ModelCallError, match="cannot reach http://127.0.0.1"):
         await llm.generate("openai/nobody-home", CONVERSATION, **args)
+
+
+async def test_direct_route_retries_what_retrying_can_fix_and_honours_retry_after(
+    fake, monkeypatch
+):
+    waits = []
+
+    def backoff(attempt: int, retry_after: str | None) -> float:
+        waits.append((attempt, retry_after, original(attempt, retry_after)))
+        return 0.0
+
+    original = direct._backoff
+    monkeypatch.setattr(direct, "_backoff", backoff)
+    fake.script("busy-model", failure(429, **{"Retry-After": "7"}), failure(503), text("hi"))
+    args = {**fake.llm_args(), "num_retries": 2}
+    reply = await llm.generate("openai/busy-model", CONVERSATION, **args)
+    assert reply.content == "hi" and len(fake.requests["busy-model"]) == 3
+    assert waits == [(0, "7", 7.0), (1, None, 1.0)]
+    bodies = fake.requests["busy-model"]
+    assert bodies[0] == bodies[1] == bodies[2]
+    fake.script("no-retries-model", failure(429), text("late"))
+    with pytest.raises(direct.ModelCallError, match="answered 429"):
+        await llm.generate("openai/no-retries-model", CONVERSATION, **fake.llm_args())
+    fake.script("bad-request-model", failure(400), text("never"))
+    with pytest.raises(direct.ModelCallError, match="answered 400"):
+        await llm.generate("openai/bad-request-model", CONVERSATION, **args)
+    assert len(fake.requests["bad-request-model"]) == 1  # a 400 is not retried
+
+
+async def test_every_direct_call_passes_the_request_gate(fake):
+    held = []
+
+    @contextlib.asynccontextmanager
+    async def gate(model: str):
+        held.append(model)
+        yield
+
+    fake.script("gated-model", text("one"), text("two"))
+    llm.set_request_gate(gate)
+    try:
+        for _ in range(2):
+            await llm.generate("openai/gated-model", CONVERSATION, **fake.llm_args())
+    finally:
+        llm.set_request_gate(None)
+    assert held == ["openai/gated-model"] * 2
