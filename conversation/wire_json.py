@@ -6,8 +6,9 @@ placeholder where the messages go, and each call encodes just the messages and s
 
 orjson encodes and decodes several times faster than the standard library. Its output differs in
 form only (compact separators, non-ASCII as UTF-8 rather than `\\u` escapes, shortest float
-repr), never in JSON value; anything it refuses (lone surrogates, non-string keys, integers past
-64 bits) goes through `json` instead, as before.
+repr), never in JSON value (NaN and infinities, which JSON lacks, become null where `json` wrote
+bare `NaN`); anything it refuses (lone surrogates, non-string keys, integers past 64 bits) goes
+through `json` instead, as before.
 """
 
 from __future__ import annotations
