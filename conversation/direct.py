@@ -6,8 +6,10 @@ success handlers, cost bookkeeping (slow for models missing from its price list,
 vLLM model), and response objects. For providers litellm serves through its OpenAI chat config,
 this module keeps litellm for what users depend on (model strings, provider resolution,
 parameter mapping and dropping, and the request body: litellm's own `transform_request` builds
-it) but does that resolution once per call shape, posts the body on one kept-alive HTTP client,
-reads the reply as plain JSON and prices it from litellm's price list only for models it knows.
+it) but does that resolution once per call shape, builds and encodes the part of the body that
+does not change (parameters, tool schemas) once per tool list (`conversation.wire_json`), posts
+the body on one kept-alive HTTP client, reads the reply as plain JSON and prices it from
+litellm's price list only for models it knows.
 
 Anything unusual (another provider, an argument outside the plain sampling set, a model litellm
 routes to the Responses API, custom headers) returns no route, and the caller uses
@@ -22,6 +24,8 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from conversation import wire_json
 
 DIRECT_PROVIDERS = frozenset({"openai"})
 # Sampling arguments litellm maps through `get_optional_params`; anything else takes litellm's
@@ -74,22 +78,17 @@ class Route:
     priced: bool  # litellm's price list knows the model
 
     def __post_init__(self) -> None:
-        self._tool_parts: dict[int, tuple[list, dict[str, Any]]] = {}
+        self._by_list: dict[int, tuple[list | None, wire_json.BodyTemplate]] = {}
+        self._by_text: dict[bytes, wire_json.BodyTemplate] = {}
 
-    def body(self, messages: list[dict[str, Any]], tools: list | None, tool_choice: Any) -> dict:
-        """The request body, as litellm's OpenAI path sends it.
+    def encode(self, messages: list[dict[str, Any]], tools: list | None, tool_choice: Any) -> bytes:
+        """The request body as litellm's OpenAI path sends it, encoded.
 
-        litellm rewrites tool schemas on each call (it walks every schema for patterns a
-        validator would reject); an agent offers the same tool list all conversation, so that
-        part is built once per list and the messages part per call."""
-        data = self._transform(self.fix_messages(messages), None, None)
-        if tools:
-            data = {**self._tools_part(tools, tool_choice), "messages": data["messages"]}
-        # The OpenAI SDK merges `extra_body` into the body and leaves `stream` out unless set.
-        extra = data.pop("extra_body", None) or {}
-        if not data.get("stream"):
-            data.pop("stream", None)
-        return {**data, **extra}
+        litellm still transforms the messages on every call; the rest of the body (sampling
+        parameters and the tool schemas, which litellm rewrites per call, walking every schema
+        for patterns a validator would reject) is transformed and encoded once per tool list."""
+        part = self._transform(self.fix_messages(messages), None, None)["messages"]
+        return self._template(tools or None, tool_choice).render(part)
 
     def _transform(self, messages: list, tools: list | None, tool_choice: Any) -> dict[str, Any]:
         params = dict(self.params)
@@ -100,15 +99,33 @@ class Route:
             self.model, messages, params, self.litellm_params, self.headers
         )
 
-    def _tools_part(self, tools: list, tool_choice: Any) -> dict[str, Any]:
-        cached = self._tool_parts.get(id(tools))
+    def _template(self, tools: list | None, tool_choice: Any) -> wire_json.BodyTemplate:
+        """The body around its messages, by tool list: the same list object hits at once; a new
+        list with the same content (every simulation builds its own) costs one encoding."""
+        cached = self._by_list.get(id(tools))
         if cached is not None and cached[0] is tools:
             return cached[1]
-        part = self._transform([], tools, tool_choice)
-        if len(self._tool_parts) >= TOOL_CACHE_SIZE:
-            self._tool_parts.pop(next(iter(self._tool_parts)))
-        self._tool_parts[id(tools)] = (tools, part)  # holding the list keeps its id unique
-        return part
+        content = wire_json.dumps(tools) if tools else b""
+        template = self._by_text.get(content)
+        if template is None:
+            template = wire_json.template(self._without_messages(tools, tool_choice))
+            _bounded_put(self._by_text, content, template)
+        _bounded_put(self._by_list, id(tools), (tools, template))  # holding it keeps its id unique
+        return template
+
+    def _without_messages(self, tools: list | None, tool_choice: Any) -> dict[str, Any]:
+        data = self._transform([], tools, tool_choice)
+        # The OpenAI SDK merges `extra_body` into the body and leaves `stream` out unless set.
+        extra = data.pop("extra_body", None) or {}
+        if not data.get("stream"):
+            data.pop("stream", None)
+        return {**data, **extra}
+
+
+def _bounded_put(cache: dict, key: Any, value: Any) -> None:
+    if len(cache) >= TOOL_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 _routes: dict[tuple, Route | None] = {}
@@ -122,9 +139,20 @@ ROUTE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OPENAI_API_KEY", "OPENAI_ORG
 
 
 def _key(model: str, args: dict[str, Any], has_tools: bool, tool_choice: Any) -> tuple:
-    items = tuple(sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in args.items()))
-    env = tuple(os.environ.get(name) for name in ROUTE_ENV)
-    return (model, items, has_tools, json.dumps(tool_choice, default=str), env)
+    """The call shape, looked up on every call: plain values key as themselves, with their type
+    (1, 1.0 and True are equal keys but not the same body); unhashable ones (a `stop` list, a
+    dict tool choice) by their JSON."""
+    env = tuple(map(os.environ.get, ROUTE_ENV))
+    try:
+        items = tuple(sorted((k, type(v), v) for k, v in args.items()))
+        key = (model, items, has_tools, type(tool_choice), tool_choice, env)
+        hash(key)
+        return key
+    except TypeError:
+        items = tuple(
+            sorted((k, json.dumps(v, sort_keys=True, default=str)) for k, v in args.items())
+        )
+        return ("json", model, items, has_tools, json.dumps(tool_choice, default=str), env)
 
 
 def route_for(
@@ -268,11 +296,10 @@ async def _close_at_shutdown(session: Any):
         await session.close()
 
 
-async def post(route: Route, body: dict[str, Any]) -> dict[str, Any]:
-    """POST the body; retry what retrying can fix (connection errors, 408/409/429/5xx)."""
+async def post(route: Route, content: bytes) -> dict[str, Any]:
+    """POST the encoded body; retry what retrying can fix (connection errors, 408/409/429/5xx)."""
     import aiohttp
 
-    content = json.dumps(body).encode()
     session = _session()
     timeout = aiohttp.ClientTimeout(total=route.timeout)
     for attempt in range(route.retries + 1):
@@ -282,7 +309,7 @@ async def post(route: Route, body: dict[str, Any]) -> dict[str, Any]:
                 route.url, data=content, headers=route.headers, timeout=timeout
             ) as response:
                 status, raw = response.status, await response.read()
-                retry_after = response.headers.get("retry-after")
+                retry_after = response.headers.get("retry-after") if status >= 400 else None
         except (TimeoutError, aiohttp.ClientError) as exc:
             if last:
                 raise ModelCallError(
@@ -292,7 +319,7 @@ async def post(route: Route, body: dict[str, Any]) -> dict[str, Any]:
             continue
         if status < 400:
             try:
-                return json.loads(raw)
+                return wire_json.loads(raw)
             except ValueError as exc:
                 raise ModelCallError(
                     f"{route.provider}/{route.model} answered non-JSON: {raw[:200]!r}"

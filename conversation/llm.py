@@ -119,7 +119,7 @@ async def generate(
     if route is not None:
         started = time.perf_counter()
         async with _gated(model):
-            data = await direct.post(route, route.body(wire, tools, choice_arg))
+            data = await direct.post(route, route.encode(wire, tools, choice_arg))
         return _from_json(data, role, model, direct.elapsed_since(started), litellm, route)
     if tools:
         kwargs["tools"] = tools

@@ -33,6 +33,11 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [(name, arguments)]}
 
 
+def failure(status: int, **headers: str) -> dict[str, Any]:
+    """An error answer (e.g. 429 with a Retry-After header) in place of a reply."""
+    return {"status": status, "headers": headers}
+
+
 class FakeLLMServer:
     def __init__(self) -> None:
         self.scripts: dict[str, deque] = defaultdict(deque)
@@ -100,6 +105,9 @@ class FakeLLMServer:
             )
         else:
             reply = queue.popleft()
+        if "status" in reply:
+            error = {"error": {"message": f"scripted failure {reply['status']}"}}
+            return JSONResponse(error, status_code=reply["status"], headers=reply["headers"])
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
         if reply.get("tool_calls"):
             message["tool_calls"] = []
