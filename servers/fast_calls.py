@@ -127,52 +127,53 @@ class FastToolCalls:
 
     def _parse_listing(self, body: bytes) -> Any:
         """The request id of a plain, unpaged modern tools/list request, else None."""
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        request = _plain_request(body, "tools/list")
+        if request is None or set(request[1]) != {"_meta"}:
             return None
-        if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
-            return None
-        ident, params = message["id"], message["params"]
-        if message["jsonrpc"] != "2.0" or message["method"] != "tools/list":
-            return None
-        if isinstance(ident, bool) or not isinstance(ident, int | str):
-            return None
-        if not isinstance(params, dict) or set(params) != {"_meta"}:
-            return None
-        meta = params["_meta"]
-        if not isinstance(meta, dict) or meta.get(VERSION_META) != MODERN_VERSION:
-            return None
-        return ident
+        return request[0]
 
     def _parse(
         self, body: bytes, name_header: bytes | None
     ) -> tuple[Any, str, dict[str, Any]] | None:
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        """(id, tool, arguments) of a plain modern tools/call of a tool this side has."""
+        request = _plain_request(body, "tools/call")
+        if request is None:
             return None
-        if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
+        ident, params = request
+        if not set(params) <= {"name", "arguments", "_meta"}:
             return None
-        ident, params = message["id"], message["params"]
-        if message["jsonrpc"] != "2.0" or message["method"] != "tools/call":
-            return None
-        if isinstance(ident, bool) or not isinstance(ident, int | str):
-            return None
-        if not isinstance(params, dict) or not set(params) <= {"name", "arguments", "_meta"}:
-            return None
-        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str) or name not in self.tool_names:
             return None
         if name_header != name.encode():
             return None
         if arguments is None:
             arguments = {}
-        if not isinstance(arguments, dict) or not isinstance(meta, dict):
-            return None
-        if meta.get(VERSION_META) != MODERN_VERSION:
+        if not isinstance(arguments, dict):
             return None
         return ident, name, arguments
+
+
+def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | None:
+    """(id, params) of a single JSON-RPC request for `method` in the modern protocol revision
+    (its `_meta` names it), else None."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
+        return None
+    ident, params = message["id"], message["params"]
+    if message["jsonrpc"] != "2.0" or message["method"] != method:
+        return None
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        return None
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(VERSION_META) != MODERN_VERSION:
+        return None
+    return ident, params
 
 
 async def _send_json(send: Send, message: dict[str, Any]) -> None:

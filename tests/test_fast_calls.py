@@ -75,10 +75,11 @@ async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
     return answers
 
 
-async def test_short_path_answers_byte_for_byte_like_fastmcp(monkeypatch):
+def _count_short_path(monkeypatch) -> list[bool]:
+    """For each request the short path sees, whether it answered it (True) or handed it on."""
     from servers.fast_calls import FastToolCalls
 
-    served = []
+    served: list[bool] = []
     original = FastToolCalls.serve
 
     async def counting(self, scope, receive, send, episode):
@@ -87,6 +88,11 @@ async def test_short_path_answers_byte_for_byte_like_fastmcp(monkeypatch):
         return replay
 
     monkeypatch.setattr(FastToolCalls, "serve", counting)
+    return served
+
+
+async def test_short_path_answers_byte_for_byte_like_fastmcp(monkeypatch):
+    served = _count_short_path(monkeypatch)
     fast = await _answers(monkeypatch, full_path=False)
     # the six plain calls of known tools take the short path; the last three go to FastMCP
     assert served == [True] * 6 + [False] * 3
@@ -134,7 +140,6 @@ async def test_short_path_lists_tools_as_fastmcp_does(monkeypatch, name):
     """Same JSON as FastMCP's own tools/list, for every side of every domain: with the
     reference's tool texts and with our own (the demo data)."""
     from servers.domains.registry import load_domains
-    from servers.fast_calls import FastToolCalls
 
     if name == "demo-mock":
         from pathlib import Path
@@ -145,15 +150,7 @@ async def test_short_path_lists_tools_as_fastmcp_does(monkeypatch, name):
         if domain_available(name):
             pytest.skip(domain_available(name))
         domain = load(name)
-    served = []
-    original = FastToolCalls.serve
-
-    async def counting(self, scope, receive, send, episode):
-        replay = await original(self, scope, receive, send, episode)
-        served.append(replay is None)
-        return replay
-
-    monkeypatch.setattr(FastToolCalls, "serve", counting)
+    served = _count_short_path(monkeypatch)
     fast = await _listings(monkeypatch, domain, full_path=False)
     assert served and all(served), "the listing did not take the short path"
     full = await _listings(monkeypatch, domain, full_path=True)
