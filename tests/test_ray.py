@@ -85,8 +85,13 @@ def test_bare_ray_flag_means_a_local_instance():
 
 
 def _ray_cli() -> list[str]:
+    """Ray's command line: its script beside this Python or on PATH, else its module (some
+    installs leave the console script out)."""
     exe = Path(sys.executable).with_name("ray")
-    return [str(exe)] if exe.exists() else [shutil.which("ray") or "ray"]
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("ray")
+    return [found] if found else [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 @pytest.fixture(scope="module")
