@@ -93,6 +93,11 @@ def _bwrap_path() -> str | None:
 
 
 @functools.cache
+def _setpriv_path() -> str | None:
+    return shutil.which("setpriv")
+
+
+@functools.cache
 def shell_path() -> str | None:
     """The shell commands run in: `bash` as found on PATH (the reference's sandbox does so)."""
     found = shutil.which("bash")
@@ -130,6 +135,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self._support_dir = support_dir
         self._etc: Path | None = None
+        self._fixed: tuple[list[str], list[str]] | None = None
 
     # --- setup --------------------------------------------------------------------------------
     def _etc_dir(self) -> Path:
@@ -148,14 +154,21 @@ class Sandbox:
         return self._etc
 
     def close(self) -> None:
-        etc, self._etc = self._etc, None
+        etc, self._etc, self._fixed = self._etc, None, None
         if etc is not None:
             shutil.rmtree(etc, ignore_errors=True)
 
     def options(self, folder: Path, writable: bool) -> list[str]:
         """bwrap's options for one command over `folder` (everything before `--`)."""
+        head, tail = self._fixed_options()
+        return [*head, "--bind" if writable else "--ro-bind", str(folder), SANDBOX_DIR, *tail]
+
+    def _fixed_options(self) -> tuple[list[str], list[str]]:
+        """The options that do not depend on the folder, worked out once."""
+        if self._fixed is not None:
+            return self._fixed
         lim = self.limits
-        opts = [
+        head = [
             "--unshare-all",
             "--unshare-user",
             "--disable-userns",
@@ -170,18 +183,17 @@ class Sandbox:
         for name in _SYSTEM_DIRS:
             host = Path("/") / name
             if host.is_symlink():
-                opts += ["--symlink", os.readlink(host), f"/{name}"]
+                head += ["--symlink", os.readlink(host), f"/{name}"]
             elif host.is_dir():
-                opts += ["--ro-bind", str(host), f"/{name}"]
+                head += ["--ro-bind", str(host), f"/{name}"]
         for name in _ETC_FILES:
-            opts += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+            head += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         etc = self._etc_dir()
-        opts += ["--ro-bind", str(etc / "passwd"), "/etc/passwd"]
-        opts += ["--ro-bind", str(etc / "group"), "/etc/group"]
-        opts += ["--proc", "/proc", "--dev", "/dev"]
-        opts += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
-        opts += ["--bind" if writable else "--ro-bind", str(folder), SANDBOX_DIR]
-        opts += ["--remount-ro", "/", "--chdir", SANDBOX_DIR, "--clearenv"]
+        head += ["--ro-bind", str(etc / "passwd"), "/etc/passwd"]
+        head += ["--ro-bind", str(etc / "group"), "/etc/group"]
+        head += ["--proc", "/proc", "--dev", "/dev"]
+        head += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
+        tail = ["--remount-ro", "/", "--chdir", SANDBOX_DIR, "--clearenv"]
         env = {
             "PATH": SANDBOX_PATH,
             "HOME": SANDBOX_DIR,
@@ -191,8 +203,9 @@ class Sandbox:
             "SHELL": shell_path() or "/usr/bin/bash",
         }
         for key, value in env.items():
-            opts += ["--setenv", key, value]
-        return opts
+            tail += ["--setenv", key, value]
+        self._fixed = (head, tail)
+        return self._fixed
 
     def _limit_script(self, bash: str) -> str:
         lim = self.limits
@@ -219,11 +232,18 @@ class Sandbox:
             os.write(write_fd, data)
         finally:
             os.close(write_fd)
-        account = _sandbox_account()
-        extra = {}
-        if account is not None:
-            extra = {"user": account[0], "group": account[1], "extra_groups": []}
         argv = [bwrap, "--args", str(read_fd), "--", bash, "-c", self._limit_script(bash), bash]
+        extra: dict = {}
+        account = _sandbox_account()
+        if account is not None:
+            # Dropping root through setpriv lets Python spawn with vfork, which costs less than
+            # fork in a big server process; Popen(user=...) works without it.
+            setpriv = _setpriv_path()
+            if setpriv is not None:
+                uid, gid = (str(n) for n in account)
+                argv = [setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", *argv]
+            else:
+                extra = {"user": account[0], "group": account[1], "extra_groups": []}
         try:
             proc = subprocess.Popen(
                 [*argv, command],
