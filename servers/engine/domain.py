@@ -17,6 +17,7 @@ from servers.engine.errors import DataError, EngineError, UnknownTask
 from servers.engine.starts import StartCache
 from servers.engine.tasks import Task
 from servers.engine.toolkit import Toolkit
+from servers.engine.variants import Variant, VariantCatalog, VariantError
 
 
 class EpisodeView(Protocol):
@@ -48,6 +49,9 @@ class DomainSpec:
     hash_view: Callable[[EpisodeView, dict[str, Any]], dict[str, Any]] | None = None
     # Splits a domain must offer (checked when the data is loaded).
     splits: tuple[str, ...] = ("base",)
+    # Builds the domain's catalog of variants (banking_knowledge's retrieval configs), which
+    # choose an episode's agent tools and policy; None for a domain with one set-up.
+    variants: Callable[[Domain], VariantCatalog] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -140,6 +144,23 @@ class Domain:
             )
         known = self.tasks
         return [t for t in self.splits[split] if t in known]
+
+    # --- variants ---------------------------------------------------------------------------
+    @cached_property
+    def variants(self) -> VariantCatalog | None:
+        return self.spec.variants(self) if self.spec.variants is not None else None
+
+    def resolve_variant(
+        self, name: str | None = None, kwargs: dict[str, Any] | None = None
+    ) -> Variant | None:
+        """The variant an episode asks for (None: the domain's default); None for a domain
+        without variants, which refuses a name or options in one sentence."""
+        catalog = self.variants
+        if catalog is None:
+            if name is not None or kwargs:
+                raise VariantError(f"domain '{self.name}' has no retrieval configs")
+            return None
+        return catalog.resolve(name, kwargs)
 
     # --- texts ------------------------------------------------------------------------------
     @property

@@ -18,10 +18,11 @@ from servers.engine.render import parse_output, render_error, render_result
 from servers.engine.starts import freeze, thaw
 from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
 from servers.engine.toolkit import Toolkit
+from servers.engine.variants import Variant
 
 Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.
-_IDENTITY = frozenset({"domain", "id", "task", "lock"})
+_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant", "_agent_allowed"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
@@ -44,11 +45,17 @@ class Episode:
         task: Task | None,
         *,
         use_start_cache: bool = True,
+        variant: Variant | None = None,
     ) -> None:
         self.domain = domain
         self.id = episode_id
         self.task = task
         self.lock = threading.Lock()
+        # The variant (e.g. a retrieval config) decides which agent tools this episode lists
+        # and serves; without one, every tool of the agent toolkit. It is not part of the
+        # state: a task's cached start is the same for every variant.
+        self.variant = variant
+        self._agent_allowed = frozenset(variant.agent_tools) if variant is not None else None
         cacheable = use_start_cache and task is not None and task.initial_state is not None
         if cacheable and self._load_start():
             return
@@ -100,6 +107,13 @@ class Episode:
                     shared[f"{side}:{name}"] = part
         return shared
 
+    def policy(self) -> str:
+        """The agent's policy for this episode: its variant's (which may depend on the task),
+        else the domain's."""
+        if self.variant is not None:
+            return self.variant.policy(self.task)
+        return self.domain.policy()
+
     # --- ids --------------------------------------------------------------------------------
     def mint_id(self, purpose: str) -> str:
         """A fresh id that depends only on the domain, task and how many were minted before, so
@@ -121,7 +135,11 @@ class Episode:
             toolkit = self.toolkit(side)
             if toolkit is None:
                 raise ValueError("User tools not available")
-            if not toolkit.has_tool(name):
+            if not toolkit.has_tool(name) or (
+                side == "agent"
+                and self._agent_allowed is not None
+                and name not in self._agent_allowed
+            ):
                 raise ValueError(f"Tool '{name}' not found.")
             result = getattr(toolkit, name)(**(arguments or {}))
             self._sync()
@@ -267,14 +285,17 @@ class EpisodeStore:
         episode_id: str | None = None,
         *,
         replace: bool = False,
+        variant: Variant | None = None,
     ) -> Episode:
+        """A new episode; `variant` is a resolved `Domain.resolve_variant(...)` (None: no
+        variant, every agent tool)."""
         domain = self.domain(domain_name)
         task = domain.task(task_id) if task_id is not None else None
         episode_id = uuid.uuid4().hex if episode_id is None else check_episode_id(episode_id)
         key = (domain_name, episode_id)
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
-        episode = Episode(domain, episode_id, task)
+        episode = Episode(domain, episode_id, task, variant=variant)
         with self._lock:
             self._episodes[key] = episode
             self._episodes.move_to_end(key)

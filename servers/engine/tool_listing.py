@@ -49,12 +49,24 @@ def _own_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
     return dict(toolkit.specs) if toolkit is not None else {}
 
 
-def _reference_entries(path: Path, side: Side) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, description, parameters) of each tool the reference lists for `side`, in order."""
+def _reference_entries(
+    path: Path, side: Side, variant: str | None
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, parameters) of each tool the reference lists for `side`, in order.
+
+    Two layouts: a list of OpenAI function schemas per side, or (a domain with variants) the
+    tool names per side, or per variant, with the schemas kept once under `schemas` (and
+    `<side>_schemas`)."""
     raw = datafiles.load_structured(path)
     entries = raw.get(side) if isinstance(raw, dict) else None
+    if isinstance(entries, dict):
+        if variant not in entries:
+            raise DataError(f"data file {path} lists no '{side}' tools for '{variant}'")
+        entries = entries[variant]
     if not isinstance(entries, list):
         raise DataError(f"data file {path} has no '{side}' list of tool schemas")
+    if entries and all(isinstance(e, str) for e in entries):
+        entries = [_named_schema(raw, path, side, name) for name in entries]
     out = []
     for index, entry in enumerate(entries):
         function = entry.get("function") if isinstance(entry, dict) else None
@@ -64,6 +76,16 @@ def _reference_entries(path: Path, side: Side) -> list[tuple[str, str, dict[str,
             raise DataError(f"tool #{index} of '{side}' in {path} is not an OpenAI function schema")
         out.append((name, function.get("description") or "", params))
     return out
+
+
+def _named_schema(raw: dict[str, Any], path: Path, side: Side, name: str) -> dict[str, Any]:
+    schemas = raw.get("schemas")
+    if isinstance(schemas, dict) and name in schemas:
+        return schemas[name]
+    for entry in raw.get(f"{side}_schemas") or []:
+        if isinstance(entry, dict) and (entry.get("function") or {}).get("name") == name:
+            return entry
+    raise DataError(f"data file {path} names tool '{name}' but has no schema for it")
 
 
 def _merge(
@@ -89,14 +111,20 @@ def _merge(
     return (*listed, *extra)
 
 
-@lru_cache(maxsize=64)
-def tool_listing(domain: Domain, side: Side) -> ToolListing:
-    """The tools of one side of a domain as every endpoint lists them (cached per domain)."""
+@lru_cache(maxsize=256)
+def tool_listing(domain: Domain, side: Side, variant: str | None = None) -> ToolListing:
+    """The tools of one side of a domain as every endpoint lists them (cached per domain, side
+    and variant). For a domain with variants the agent side lists the variant's tools (None:
+    the domain's default variant)."""
     own = _own_specs(domain, side)
+    catalog = domain.variants
+    if catalog is not None and side == "agent":
+        variant = variant or catalog.default
+        own = {name: own[name] for name in catalog.agent_tools(variant) if name in own}
     path = reference_tools_file(domain.data_dir, domain.name)
     if not path.is_file():
         return ToolListing(tuple(own.values()), "own")
-    reference = _reference_entries(path, side)
+    reference = _reference_entries(path, side, variant)
     return ToolListing(_merge(own, reference, f"{path} ({side})"), "reference")
 
 

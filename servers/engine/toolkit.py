@@ -21,6 +21,9 @@ class EpisodeServices(Protocol):
     """What a toolkit may ask of the episode it works in. Toolkits name only this, so the
     module needs nothing from episode.py (which builds toolkits)."""
 
+    # The episode's variant (e.g. a retrieval config), for tools whose backend it chooses.
+    variant: Any
+
     def mint_id(self, purpose: str) -> str: ...
 
 
