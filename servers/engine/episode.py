@@ -7,6 +7,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from servers.engine.canonical import canonical_hash
@@ -63,8 +64,10 @@ class Episode:
         self.agent_db = CowDB(self.domain.base)
         self.user_db = CowDB(self.domain.user_base) if self.domain.user_base is not None else None
         self.agent_tools: Toolkit = spec.agent_tools(self.agent_db, self)
+        # With `shared_db`, the user's tools act on the agent's database (there is no user DB).
+        user_side_db = self.agent_db if spec.shared_db else self.user_db
         self.user_tools: Toolkit | None = (
-            spec.user_tools(self.user_db, self) if spec.user_tools is not None else None
+            spec.user_tools(user_side_db, self) if spec.user_tools is not None else None
         )
         self.calls = 0
         self._sync()
@@ -100,6 +103,10 @@ class Episode:
                     shared[f"{side}:{name}"] = part
         return shared
 
+    @property
+    def data_dir(self) -> Path:
+        return self.domain.data_dir
+
     # --- ids --------------------------------------------------------------------------------
     def mint_id(self, purpose: str) -> str:
         """A fresh id that depends only on the domain, task and how many were minted before, so
@@ -123,7 +130,7 @@ class Episode:
                 raise ValueError("User tools not available")
             if not toolkit.has_tool(name):
                 raise ValueError(f"Tool '{name}' not found.")
-            result = getattr(toolkit, name)(**(arguments or {}))
+            result = toolkit.bound(name)(**(arguments or {}))
             self._sync()
             return ToolOutcome(render_result(result), False)
         except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
@@ -183,7 +190,9 @@ class Episode:
                     self.agent_db.apply_update(init.agent_data)
                     if self.user_tools is not None and self.user_db is not None:
                         self.user_db = self.user_tools.db = self.agent_db
-                if init.user_data is not None:
+                if init.user_data is not None and self.domain.spec.shared_db:
+                    self.agent_db.apply_update(init.user_data)
+                elif init.user_data is not None:
                     if self.user_db is None or self.user_tools is None:
                         raise ValueError("the domain has no user database")
                     self.user_db.apply_update(init.user_data)
@@ -216,7 +225,8 @@ class Episode:
         skips them); with `expected`, a different result is an error."""
         side: Side = _SIDE_OF_REQUESTOR.get(requestor, "agent")  # type: ignore[assignment]
         toolkit = self.toolkit(side)
-        if toolkit is None or name not in toolkit.specs or not toolkit.specs[name].mutates:
+        spec = toolkit.spec_of(name) if toolkit is not None else None
+        if spec is None or not spec.mutates:
             return None
         outcome = self.call(side, name, arguments)
         if expected is not None and parse_output(outcome.text) != parse_output(expected):
