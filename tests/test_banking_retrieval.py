@@ -16,10 +16,11 @@ import re
 from functools import cache
 
 import pytest
-from pydantic import BaseModel
 
-from servers.domains.banking_knowledge.retrieval import BankingVariants, RetrievalTools
-from servers.engine.domain import Domain, DomainSpec
+from servers.domains.banking_knowledge.retrieval import BankingVariants
+from servers.domains.registry import load_domains
+from servers.engine.domain import Domain
+from servers.engine.episode import EpisodeStore
 from servers.engine.tasks import Task
 from servers.engine.variants import VariantError
 from servers.knowledge import registry
@@ -67,14 +68,12 @@ def texts() -> dict:
 
 
 @cache
+def domain() -> Domain:
+    return load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
+
+
 def variants() -> BankingVariants:
-    spec = DomainSpec(
-        name="banking_knowledge",
-        db_model=BaseModel,
-        agent_tools=RetrievalTools,
-        variants=BankingVariants,
-    )
-    catalog = Domain(spec, DATA_DIR).variants
+    catalog = domain().variants
     assert isinstance(catalog, BankingVariants)
     return catalog
 
@@ -295,3 +294,44 @@ def test_registering_a_backend_kind_makes_its_configs_run(monkeypatch) -> None:
     shell = catalog.resolve("terminal_use_write", None)
     assert shell.shell("ls") == "ran 'ls' with [('allow_writes', True), ('file_format', 'md')]"
     assert "terminal_use" not in catalog.offline()  # it needs something from the machine
+
+
+# --- episodes -----------------------------------------------------------------------------------
+
+
+def test_an_episode_serves_its_configs_tools_only() -> None:
+    store = EpisodeStore({"banking_knowledge": domain()})
+    bm25 = store.create("banking_knowledge", "task_001", variant=domain().resolve_variant("bm25"))
+    found = bm25.call("agent", "KB_search", {"query": "annual fee"})
+    assert not found.error and found.text.startswith("1. ")
+    assert bm25.call("agent", "grep", {"pattern": "fee"}).text == "Error: Tool 'grep' not found."
+    # Python's message for a bad argument names the reference's mixin class.
+    assert bm25.call("agent", "KB_search", {"query": "x", "k": 1}).text == (
+        "Error: KBSearchMixin.KB_search() got an unexpected keyword argument 'k'"
+    )
+    plain = store.create(
+        "banking_knowledge", "task_001", variant=domain().resolve_variant("no_knowledge")
+    )
+    assert plain.call("agent", "KB_search", {"query": "fee"}).text == (
+        "Error: Tool 'KB_search' not found."
+    )
+    # Same task, same start: the config is not part of the state.
+    assert bm25.hashes() == plain.hashes()
+    assert bm25.policy() == variants().resolve("bm25", None).policy(None)
+    golden = store.create(
+        "banking_knowledge", "task_001", variant=domain().resolve_variant("golden_retrieval")
+    )
+    want = texts()["golden_retrieval_tasks"]["task_001"]["policy_sha256"]
+    assert _sha(golden.policy()) == want
+
+
+def test_agent_listing_per_config_is_the_references() -> None:
+    from servers.engine.tool_listing import tool_listing
+
+    reference = json.loads((TEXTS.parent / "tools" / "banking_knowledge.json").read_text())
+    for name in variants().names:
+        listed = tool_listing(domain(), "agent", name).tools
+        assert [t.name for t in listed] == reference["agent"][name], name
+        for spec in listed:
+            assert spec.input_schema == reference["schemas"][spec.name]["function"]["parameters"]
+            assert spec.description == reference["schemas"][spec.name]["function"]["description"]

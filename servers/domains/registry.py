@@ -9,7 +9,7 @@ from servers.engine.data import resolve_data_dir
 from servers.engine.domain import Domain, DomainSpec
 from servers.engine.errors import UnknownDomain
 
-DOMAIN_NAMES = ("mock", "airline", "retail", "telecom")
+DOMAIN_NAMES = ("mock", "airline", "retail", "telecom", "banking_knowledge")
 
 
 def domain_spec(name: str) -> DomainSpec:

@@ -120,6 +120,7 @@ def tool_listing(domain: Domain, side: Side, variant: str | None = None) -> Tool
     catalog = domain.variants
     if catalog is not None and side == "agent":
         variant = variant or catalog.default
+        own |= catalog.added_specs(variant)
         own = {name: own[name] for name in catalog.agent_tools(variant) if name in own}
     path = reference_tools_file(domain.data_dir, domain.name)
     if not path.is_file():

@@ -5,8 +5,8 @@ banking_knowledge's retrieval configs (`--retrieval-config bm25_grep`, `full_kb`
 which agent tools exist (KB_search, grep, shell, ...), what backs them, and the agent's policy.
 A domain with variants declares `DomainSpec.variants`, a function that builds its catalog from
 the loaded domain. An episode is created with a variant name and options (None: the catalog's
-default); the resolved variant then decides, for that episode alone, which agent tools are
-listed and callable, and the policy. Every surface (HTTP, MCP, the harness, the integrations)
+default); the resolved variant then adds its tools to that episode's agent toolkit and decides
+which agent tools are listed, in which order, and the policy. Every surface (HTTP, MCP, the harness, the integrations)
 passes the name and options through to here, so there is one place that knows them.
 
 A bad name or option, or a variant this machine cannot run (a missing API key, no sandbox), is a
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
+from servers.engine.toolkit import Toolkit, ToolSpec
 
 # What surfaces call a variant's name and options (the reference's flags, banking_knowledge's
 # `--retrieval-config` and `--retrieval-config-kwargs`, and the HTTP contract's body fields).
@@ -38,7 +39,10 @@ class Variant(Protocol):
 
     name: str  # canonical name
     kwargs: Mapping[str, Any]  # the options applied (for results files)
-    agent_tools: tuple[str, ...]  # the agent tools an episode lists and serves, in order
+    agent_tools: tuple[str, ...]  # the agent tools an episode lists, in order
+    # Tools the variant adds to each episode's agent toolkit (`Toolkit.add_tools`), shared by
+    # every episode of the variant; None: none.
+    tools: Toolkit | None
 
     def policy(self, task: Task | None) -> str:
         """The agent's policy for an episode of `task` (None: no task)."""
@@ -58,6 +62,10 @@ class VariantCatalog(Protocol):
 
     def agent_tools(self, name: str) -> tuple[str, ...]:
         """The agent tools of `name`, whether or not it can run here (for listings)."""
+        ...
+
+    def added_specs(self, name: str) -> dict[str, ToolSpec]:
+        """The specs of the tools variant `name` adds to the agent toolkit (for listings)."""
         ...
 
 

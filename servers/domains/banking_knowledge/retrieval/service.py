@@ -12,10 +12,16 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from servers.domains.banking_knowledge.retrieval.configs import RetrievalCatalog, RetrievalConfig
+from servers.domains.banking_knowledge.retrieval.configs import (
+    RETRIEVAL_TOOLS,
+    RetrievalCatalog,
+    RetrievalConfig,
+)
 from servers.domains.banking_knowledge.retrieval.policy import PolicyComposer
+from servers.domains.banking_knowledge.retrieval.tools import toolkit_class
 from servers.engine.domain import Domain
 from servers.engine.tasks import Task
+from servers.engine.toolkit import ToolSpec
 from servers.knowledge import registry
 from servers.knowledge.documents import KnowledgeBase, load_knowledge_base
 from servers.knowledge.pipeline import Results, SearchPipeline, SearchTiming
@@ -57,6 +63,8 @@ class BankingRetrieval:
         self.base = variants.base
         self._variants = variants
         self._backends: dict[str, Any] = {}
+        names = tuple(t for t in config.agent_tools if t in RETRIEVAL_TOOLS)
+        self.tools = toolkit_class(names)(self) if names else None
 
     def _backend(self, tool: str) -> Any:
         """The shared backend of one of this configuration's tools, built on first use."""
@@ -150,6 +158,10 @@ class BankingVariants:
 
     def agent_tools(self, name: str) -> tuple[str, ...]:
         return self.catalog.config(name).agent_tools
+
+    def added_specs(self, name: str) -> dict[str, ToolSpec]:
+        tools = tuple(t for t in self.agent_tools(name) if t in RETRIEVAL_TOOLS)
+        return dict(toolkit_class(tools).specs) if tools else {}
 
     def offline(self) -> list[str]:
         return self.catalog.offline

@@ -1,22 +1,30 @@
-"""The agent's retrieval tools, to be mixed into banking_knowledge's agent toolkit.
+"""The agent's retrieval tools, which a retrieval configuration adds to the agent toolkit.
 
 Each tool is its own class, named as the reference names the mixin that defines it: Python's
-messages for a call with bad arguments (which the agent sees) name the defining class. A tool
-runs on the episode's variant, the resolved retrieval configuration; which of these tools an
-episode lists and serves is the configuration's choice (`Episode` enforces it).
+messages for a call with bad arguments (which the agent sees) name the defining class. A
+configuration's tools are one instance of a class composed of the mixins it needs, bound to the
+configuration (stateless, so every episode of the configuration shares it); `Episode` adds them
+to each episode's agent toolkit (`Toolkit.add_tools`).
 """
 
 from __future__ import annotations
 
-from servers.domains.banking_knowledge.retrieval.service import BankingRetrieval
+from functools import cache
+from typing import Any
+
 from servers.engine.toolkit import ToolKind, Toolkit, tool
 
 
-def _retrieval(toolkit: Toolkit) -> BankingRetrieval:
-    variant = getattr(toolkit.episode, "variant", None)
-    if not isinstance(variant, BankingRetrieval):
-        raise ValueError("this episode has no retrieval config")
-    return variant
+class RetrievalToolkit(Toolkit):
+    """Base of the composed classes: tools that run on one configuration's backends."""
+
+    def __init__(self, retrieval: Any) -> None:
+        super().__init__(db=None)
+        self.retrieval = retrieval
+
+
+def _retrieval(toolkit: Toolkit) -> Any:
+    return toolkit.retrieval  # type: ignore[attr-defined]
 
 
 class KBSearchMixin(Toolkit):
@@ -78,7 +86,21 @@ class ShellMixin(Toolkit):
         return _retrieval(self).shell(command)
 
 
-class RetrievalTools(
-    KBSearchMixin, GrepMixin, KBSearchBm25AllToolsMixin, KBSearchDenseAllToolsMixin, ShellMixin
-):
-    """Every retrieval tool of every configuration; the agent toolkit inherits this."""
+MIXINS: dict[str, type[Toolkit]] = {
+    "KB_search": KBSearchMixin,
+    "grep": GrepMixin,
+    "KB_search_bm25": KBSearchBm25AllToolsMixin,
+    "KB_search_dense": KBSearchDenseAllToolsMixin,
+    "shell": ShellMixin,
+}
+
+
+@cache
+def toolkit_class(tools: tuple[str, ...]) -> type[RetrievalToolkit]:
+    """The class holding exactly `tools` (retrieval tool names)."""
+    bases = tuple(MIXINS[name] for name in tools)
+    return type("RetrievalTools", (*bases, RetrievalToolkit), {"__module__": __name__})
+
+
+class RetrievalTools(*MIXINS.values(), RetrievalToolkit):  # type: ignore[misc]
+    """Every retrieval tool of every configuration (their descriptions, for listings)."""
