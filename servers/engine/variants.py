@@ -15,6 +15,7 @@ A bad name or option, or a variant this machine cannot run (a missing API key, n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -72,3 +73,18 @@ class VariantCatalog(Protocol):
 def variant_key(variant: Variant | None) -> str | None:
     """What tool listings are cached by: the name (options never change the tools)."""
     return None if variant is None else variant.name
+
+
+def parse_kwargs(
+    text: str | None, flag: str = "--retrieval-config-kwargs"
+) -> dict[str, Any] | None:
+    """A command line's JSON object of variant options (None when not given)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise VariantError(f"{flag} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise VariantError(f"{flag} must be a JSON object such as '{{\"top_k\": 5}}'")
+    return value
