@@ -44,6 +44,8 @@ class Variant(Protocol):
     # Tools the variant adds to each episode's agent toolkit (`Toolkit.add_tools`), shared by
     # every episode of the variant; None: none.
     tools: Toolkit | None
+    # Whether `policy` depends on the task (banking's golden_retrieval inlines its documents).
+    policy_per_task: bool
 
     def policy(self, task: Task | None) -> str:
         """The agent's policy for an episode of `task` (None: no task)."""

@@ -60,6 +60,7 @@ class BankingRetrieval:
         self.name = config.name
         self.kwargs = dict(config.kwargs)
         self.agent_tools = config.agent_tools
+        self.policy_per_task = config.prompt_builder == "golden_prompt"
         self.base = variants.base
         self._variants = variants
         self._backends: dict[str, Any] = {}
