@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"reference data or conformance fixtures not found ({conf.DATA_DIR}, {conf.CONFORMANCE_DIR})",
 )
 
-DOMAINS = ("mock", "airline", "retail", "telecom")
+DOMAINS = ("mock", "airline", "retail", "telecom", "banking_knowledge")
 
 
 _STORES: dict[str, EpisodeStore] = {}
@@ -71,7 +71,7 @@ def base_hashes(store: EpisodeStore, domain: str) -> tuple[str, str | None]:
 def test_fuzz_replay(domain: str) -> None:
     store = store_for(domain)
     before = base_hashes(store, domain)
-    _, reference = conf.fuzz()
+    reference = conf.fuzz_reference(domain)
     failures = []
     for ep in conf.fuzz_episodes(domain):
         episode = store.create(domain, ep.get("task_id"))

@@ -37,7 +37,16 @@ SIDES = ("agent", "user")
 
 
 def _reference(domain: str, side: str) -> list[dict]:
-    return json.loads((TOOLS_DIR / f"{domain}.json").read_text())[side]
+    """The schemas the reference sends for a side. A file listing tools per variant
+    (banking_knowledge: per retrieval config) names them; the domain's own toolkit is the
+    variant its spec names."""
+    raw = json.loads((TOOLS_DIR / f"{domain}.json").read_text())
+    entries = raw[side]
+    if isinstance(entries, dict):
+        entries = entries[domain_spec(domain).tool_variant]
+    named = dict(raw.get("schemas") or {})
+    named.update({e["function"]["name"]: e for e in raw.get(f"{side}_schemas") or []})
+    return [named[e] if isinstance(e, str) else e for e in entries]
 
 
 async def _request_tools(client: Client) -> list[dict]:

@@ -25,4 +25,6 @@ SPEC = DomainSpec(
     solo_policy_files=(),
     policy_layout=compose,
     task_files="tasks/task_*.json",
+    # Its agent toolkit is the retrieval config without retrieval tools.
+    tool_variant="no_knowledge",
 )
