@@ -14,7 +14,7 @@ from servers.domains.banking_knowledge import SPEC
 from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, DiscoverableInfo, info
 from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore
-from servers.engine.tool_listing import tool_listing
+from servers.engine.tool_listing import listing_for, reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind, Toolkit, tool
 from tests import conformance as conf
 
@@ -225,6 +225,37 @@ def test_an_episode_can_add_tools_to_its_agent_toolkit(store: EpisodeStore) -> N
         episode.agent_tools.add_tools(_Finder("again"))
     # Added tools belong to that episode only.
     assert not store.create("banking_knowledge", "task_001").agent_tools.has_tool("find")
+
+
+class _Retrieval(Toolkit):
+    """Stand-ins named like a retrieval config's tools."""
+
+    @tool(ToolKind.READ)
+    def KB_search(self, query: str) -> str:  # noqa: N802 - the reference's tool name
+        """Search."""
+        return query
+
+    @tool(ToolKind.READ)
+    def grep(self, pattern: str) -> str:
+        """Grep."""
+        return pattern
+
+
+@needs_texts
+def test_added_tools_are_listed_where_the_reference_lists_them_for_a_config(
+    store: EpisodeStore,
+) -> None:
+    domain = store.domain("banking_knowledge")
+    episode = store.create("banking_knowledge", "task_001")
+    episode.agent_tools.add_tools(_Retrieval(None))
+    specs = {**episode.agent_tools.specs, **episode.agent_tools.added_specs}
+    listing = listing_for(domain, "agent", specs, "bm25_grep")
+    reference = json.loads(reference_tools_file(conf.DATA_DIR, domain.name).read_text())
+    assert [t.name for t in listing.tools] == reference["agent"]["bm25_grep"]
+    assert (
+        listing.tools[0].description == reference["schemas"]["KB_search"]["function"]["description"]
+    )
+    assert listing.tools[0].kind is ToolKind.READ  # kinds stay ours
 
 
 def test_a_data_folder_without_tasks_fails_with_one_sentence(tmp_path: Path) -> None:
