@@ -150,10 +150,10 @@ def _judge(model: str | None, raw_args: str | None) -> Judge | None:
     return Judge(model, _json_arg("--judge-llm-args", raw_args))
 
 
-def _load_domain(name: str, data_dir: Path | None):
+def _load_domain(name: str, data_dir: Path | None, task_set: str | None = None):
     from servers.domains.registry import load_domains
 
-    domain = load_domains([name], data_dir)[name]
+    domain = load_domains([name], data_dir, task_set)[name]
     domain.load()  # canonical forms wait for the first grading: start-up reaches work sooner
     return domain
 
@@ -210,6 +210,12 @@ def run(
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help="A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+        "default: the domain's own tasks.",
+    ),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
     ),
@@ -306,7 +312,7 @@ def run(
     try:
         limits = parse_provider_limits(provider_limit)
         count = _worker_count(workers)
-        loaded = _load_domain(domain, data_dir)
+        loaded = _load_domain(domain, data_dir, task_set_name)
         if ray is None and count is not None and count != 1:
             simulations = _run_with_workers(
                 config, loaded, count, server, server_token, limits, agent_cmd, timeout

@@ -253,10 +253,9 @@ class TauServer:
                 return
         key = self.app_key(domain, side, episode)
         if key not in self.fast_calls and not self.mcp_apps.knows(key):
-            # An episode without a config in a domain that has them (created by the engine's
-            # own callers): the default config's listing.
-            default = self.store.domain(domain).variants
-            key = (domain, side, default.default if default is not None else None)
+            # An episode without a config in a domain that has them: its toolkit is the
+            # config the domain's own toolkit is (banking_knowledge: no_knowledge).
+            key = (domain, side, self.store.domain(domain).spec.tool_variant)
         fast = self.fast_calls.get(key)
         if fast is not None and episode is not None:
             replay = await fast.serve(scope, receive, send, episode)

@@ -120,7 +120,7 @@ def _check_side(side: str) -> str:
 def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain]:
     """The domains to serve. Named domains must all load; by default every domain folder found
     is served, and one whose code fails to load is skipped with a warning."""
-    from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+    from servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
 
     if names:
         wanted = [n.strip() for n in names.split(",") if n.strip()]
@@ -128,7 +128,7 @@ def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain
     folder = resolve_data_dir(data_dir)
     domains: dict[str, Domain] = {}
     for name in DOMAIN_NAMES:
-        if not (folder / "tau2" / "domains" / name).is_dir():
+        if not has_data(name, folder):
             continue
         try:
             domains[name] = Domain(domain_spec(name), folder)

@@ -301,8 +301,7 @@ class EvalProtocolBridge:
         variant = episode.variant if episode is not None else None
         key = (domain, variant.name if variant is not None else None)
         if not self.mcp_apps.knows(key):  # an episode without a config where configs exist
-            catalog = self.store.domain(domain).variants
-            key = (domain, catalog.default if catalog is not None else None)
+            key = (domain, self.store.domain(domain).spec.tool_variant)
         app = await self.mcp_apps.get(key)
         await app(scope, receive, send)
 

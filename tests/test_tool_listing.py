@@ -37,17 +37,16 @@ SIDES = ("agent", "user")
 
 
 def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
-    """The reference's tool schemas of one side; banking_knowledge's file names the tools per
-    retrieval config (agent) or in a list (user) and keeps the schemas apart."""
+    """The schemas the reference sends for a side. A file listing tools per variant
+    (banking_knowledge: per retrieval config) names them; without a config, the variant the
+    domain's own toolkit is."""
     raw = json.loads((TOOLS_DIR / f"{domain}.json").read_text())
-    listed = raw[side]
-    if isinstance(listed, dict):
-        listed = listed[config]
-    if listed and isinstance(listed[0], str):
-        by_name = {**raw.get("schemas", {})}
-        by_name |= {s["function"]["name"]: s for s in raw.get(f"{side}_schemas", [])}
-        listed = [by_name[name] for name in listed]
-    return listed
+    entries = raw[side]
+    if isinstance(entries, dict):
+        entries = entries[config or domain_spec(domain).tool_variant]
+    named = dict(raw.get("schemas") or {})
+    named.update({e["function"]["name"]: e for e in raw.get(f"{side}_schemas") or []})
+    return [named[e] if isinstance(e, str) else e for e in entries]
 
 
 async def _request_tools(client: Client) -> list[dict]:

@@ -68,6 +68,9 @@ class DomainSpec:
     task_files: str | None = None
     # The user's tools act on the agent's database: one database, no user database.
     shared_db: bool = False
+    # Where the reference lists tools per variant of a run option (banking's retrieval
+    # configs), the variant the domain's own toolkit is (see tool_listing.py).
+    tool_variant: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

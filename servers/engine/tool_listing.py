@@ -8,6 +8,12 @@ our toolkits' own docstrings and signatures. Either way the engine's tool kinds 
 annotations (read-only, destructive) stay derived from the engine.
 
 Listings are computed once per domain and side and then shared by every endpoint and session.
+
+Where the reference's tool set depends on a run option (banking_knowledge's retrieval config),
+its file lists tool names per variant (`{"agent": {variant: [names]}, "schemas": {name:
+schema}}`, user tools as `"user": [names]` with `"user_schemas": [schemas]`). A domain's own
+listing uses `DomainSpec.tool_variant`; a listing of a toolkit with tools added per episode
+(`Toolkit.add_tools`) is `listing_for(domain, side, specs, variant)`.
 """
 
 from __future__ import annotations
@@ -49,14 +55,22 @@ def _own_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
     return dict(toolkit.specs) if toolkit is not None else {}
 
 
-def _reference_entries(
-    path: Path, side: Side, variant: str | None
-) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, description, parameters) of each tool the reference lists for `side`, in order.
+def _named_schemas(raw: dict[str, Any], side: Side) -> dict[str, Any]:
+    """Schemas a file lists by tool name: its `schemas` map and its `<side>_schemas` list."""
+    named = dict(raw.get("schemas") or {}) if isinstance(raw.get("schemas"), dict) else {}
+    listed = raw.get(f"{side}_schemas")
+    for entry in listed if isinstance(listed, list) else []:
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            named[function["name"]] = entry
+    return named
 
-    Two layouts: a list of OpenAI function schemas per side, or (a domain with variants) the
-    tool names per side, or per variant, with the schemas kept once under `schemas` (and
-    `<side>_schemas`)."""
+
+def _reference_entries(
+    path: Path, side: Side, variant: str | None = None
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, parameters) of each tool the reference lists for `side` (and the
+    `variant`, in a file that lists tools per variant), in order."""
     raw = datafiles.load_structured(path)
     entries = raw.get(side) if isinstance(raw, dict) else None
     if isinstance(entries, dict):
@@ -65,8 +79,12 @@ def _reference_entries(
         entries = entries[variant]
     if not isinstance(entries, list):
         raise DataError(f"data file {path} has no '{side}' list of tool schemas")
-    if entries and all(isinstance(e, str) for e in entries):
-        entries = [_named_schema(raw, path, side, name) for name in entries]
+    if any(isinstance(entry, str) for entry in entries):
+        named = _named_schemas(raw, side)
+        missing = [entry for entry in entries if isinstance(entry, str) and entry not in named]
+        if missing:
+            raise DataError(f"data file {path} has no schema for tool '{missing[0]}'")
+        entries = [named[entry] if isinstance(entry, str) else entry for entry in entries]
     out = []
     for index, entry in enumerate(entries):
         function = entry.get("function") if isinstance(entry, dict) else None
@@ -114,19 +132,30 @@ def _merge(
 @lru_cache(maxsize=256)
 def tool_listing(domain: Domain, side: Side, variant: str | None = None) -> ToolListing:
     """The tools of one side of a domain as every endpoint lists them (cached per domain, side
-    and variant). For a domain with variants the agent side lists the variant's tools (None:
-    the domain's default variant)."""
+    and variant). For a domain with variants (banking_knowledge's retrieval configs) the agent
+    side lists a variant's tools, those it adds included; without one, the variant the
+    domain's own toolkit is (`DomainSpec.tool_variant`)."""
     own = _own_specs(domain, side)
+    if side != "agent":
+        return listing_for(domain, side, own)
+    variant = variant or domain.spec.tool_variant
     catalog = domain.variants
-    if catalog is not None and side == "agent":
-        variant = variant or catalog.default
-        own |= catalog.added_specs(variant)
-        own = {name: own[name] for name in catalog.agent_tools(variant) if name in own}
+    if catalog is not None and variant is not None:
+        own = own | catalog.added_specs(variant)
+    return listing_for(domain, side, own, variant)
+
+
+def listing_for(
+    domain: Domain, side: Side, own: dict[str, ToolSpec], variant: str | None = None
+) -> ToolListing:
+    """`own` (a toolkit's specs, tools added per episode included) as the reference lists
+    them for `variant`; not cached: callers keep what they list often."""
     path = reference_tools_file(domain.data_dir, domain.name)
     if not path.is_file():
         return ToolListing(tuple(own.values()), "own")
+    where = f"{path} ({side}{', ' + variant if variant else ''})"
     reference = _reference_entries(path, side, variant)
-    return ToolListing(_merge(own, reference, f"{path} ({side})"), "reference")
+    return ToolListing(_merge(own, reference, where), "reference")
 
 
 @lru_cache(maxsize=64)

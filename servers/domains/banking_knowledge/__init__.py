@@ -26,6 +26,8 @@ SPEC = DomainSpec(
     solo_policy_files=(),
     policy_layout=compose,
     task_files="tasks/task_*.json",
+    # Its agent toolkit is the retrieval config without retrieval tools.
+    tool_variant="no_knowledge",
     # The retrieval configs (`--retrieval-config`): each episode's retrieval tools and policy.
     variants=BankingVariants,
 )
