@@ -167,6 +167,12 @@ def bench_retrieval(store: EpisodeStore, name: str) -> None:
         f"retrieval indexes (once per process): BM25 {build * 1000:.0f} ms, "
         f"grep {build_grep * 1000:.0f} ms CPU; configs offline here: {', '.join(catalog.offline())}"
     )
+    task_id = domain.task_ids("base")[0]
+    create = []
+    for i in range(500):
+        create.append(timed(lambda i=i: store.create(name, task_id, f"v{i}", variant=variant)))
+        store.delete(name, f"v{i}")
+    print(f"episode creation with bm25_grep (its tools added): {ms(create)}  (goal p50 <= 0.5 ms)")
     for tool, key, queries, goal in (
         ("KB_search", "query", searches, "0.1"),
         ("grep", "pattern", patterns, "1"),
