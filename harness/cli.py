@@ -122,6 +122,27 @@ def _llm_args(name: str, raw: str | None) -> dict[str, Any] | None:
     return None if raw is None else _json_arg(name, raw)
 
 
+RETRIEVAL_HELP = (
+    "banking_knowledge: how the agent reaches the knowledge base (default: alltools, the "
+    "reference's, which needs OPENAI_API_KEY and a sandbox; offline: no_knowledge, full_kb, "
+    "golden_retrieval, bm25, bm25_grep, grep_only)."
+)
+RETRIEVAL_KWARGS_HELP = (
+    "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "
+    "case_sensitive, reranker_min_score)."
+)
+
+
+def _retrieval_kwargs(raw: str | None) -> dict[str, Any] | None:
+    from servers.engine.variants import VariantError, parse_kwargs
+
+    try:
+        return parse_kwargs(raw)
+    except VariantError as exc:
+        _fail(str(exc))
+        return None
+
+
 def _judge(model: str | None, raw_args: str | None) -> Judge | None:
     """None when judging is switched off; model None is the default judge model."""
     if model is not None and model.strip().lower() in NO_JUDGE:
@@ -129,10 +150,10 @@ def _judge(model: str | None, raw_args: str | None) -> Judge | None:
     return Judge(model, _json_arg("--judge-llm-args", raw_args))
 
 
-def _load_domain(name: str, data_dir: Path | None):
+def _load_domain(name: str, data_dir: Path | None, task_set: str | None = None):
     from servers.domains.registry import load_domains
 
-    domain = load_domains([name], data_dir)[name]
+    domain = load_domains([name], data_dir, task_set)[name]
     domain.load()  # canonical forms wait for the first grading: start-up reaches work sooner
     return domain
 
@@ -189,6 +210,12 @@ def run(
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help="A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+        "default: the domain's own tasks.",
+    ),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
     ),
@@ -244,6 +271,10 @@ def run(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if ctx.args:
@@ -275,11 +306,13 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=_judge(judge_llm, judge_llm_args),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=_retrieval_kwargs(retrieval_config_kwargs),
     )
     try:
         limits = parse_provider_limits(provider_limit)
         count = _worker_count(workers)
-        loaded = _load_domain(domain, data_dir)
+        loaded = _load_domain(domain, data_dir, task_set_name)
         if ray is None and count is not None and count != 1:
             simulations = _run_with_workers(
                 config, loaded, count, server, server_token, limits, agent_cmd, timeout
@@ -481,6 +514,15 @@ def evaluate(
     ),
     server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config the episodes are rebuilt with (default: "
+        "the one the results file records).",
+    ),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from conversation.reference_texts import reference_texts
@@ -494,10 +536,13 @@ def evaluate(
         loaded = _load_domain(domain, data_dir)
         if judge is not None and needs_judge(tasks_of(loaded, document)):
             check_models([judge_use(judge.for_texts(reference_texts(loaded.data_dir)))])
+        options = _evaluate_options(
+            loaded, document, retrieval_config, _retrieval_kwargs(retrieval_config_kwargs)
+        )
         with results_lock(save_to):  # no run may write there meanwhile
             refuse_unfinished_run(save_to)
             graded = asyncio.run(
-                _evaluate(loaded, document, judge, server, server_token, max_concurrency)
+                _evaluate(loaded, document, judge, server, server_token, max_concurrency, options)
             )
             write_regraded(save_to, graded)
     except (EngineError, InfrastructureError, ResultsError, ValueError) as exc:
@@ -509,12 +554,31 @@ def evaluate(
     console.print(f"re-graded results saved to {save_to}")
 
 
-async def _evaluate(domain, document, judge, server, token, concurrency) -> dict[str, Any]:
+def _evaluate_options(domain, document, config: str | None, kwargs: dict | None):
+    """The episode options re-grading uses: the given retrieval config, else the one the results
+    file's header records (a domain with retrieval configs must run one that works here)."""
+    from harness.backends import EpisodeOptions
+
+    if domain.variants is None and config is None and kwargs is None:
+        return None
+    info = document.get("info") if isinstance(document, dict) else None
+    info = info if isinstance(info, dict) else {}
+    if config is None:
+        config = info.get("retrieval_config")
+        kwargs = kwargs if kwargs is not None else info.get("retrieval_config_kwargs")
+    variant = domain.resolve_variant(config, kwargs)
+    return EpisodeOptions(variant.name, dict(variant.kwargs) or None) if variant else None
+
+
+async def _evaluate(
+    domain, document, judge, server, token, concurrency, options=None
+) -> dict[str, Any]:
     from harness.evaluate import regrade
 
     backend = await _backend(domain, server, token)
     try:
-        return await regrade(backend, domain, Grader(backend, domain, judge), document, concurrency)
+        grader = Grader(backend, domain, judge, options)
+        return await regrade(backend, domain, grader, document, concurrency)
     finally:
         await backend.close()
 
@@ -609,6 +673,10 @@ def play(
     ),
     server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
     data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
@@ -626,6 +694,8 @@ def play(
             user_llm_args if side == "agent" else agent_llm_args,
         ),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=_retrieval_kwargs(retrieval_config_kwargs),
     )
 
     async def go(loaded) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from conversation.reference_prompts import compose_policy, user_guidelines_path
 from conversation.reference_texts import reference_texts
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
-from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
 from harness.errors import ConfigError
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA
@@ -46,6 +46,8 @@ from simulator.base import UserContext, UserSimulator
 from simulator.registry import user_class
 
 DEFAULT_SEED = 300
+# The results header's policy when each simulation has its own (recorded with the simulation).
+TASK_POLICY = "(the policy depends on the task: see each simulation's 'policy')"
 
 __all__ = ["ConfigError", "RunConfig", "Runner", "make_runner", "select_tasks"]
 
@@ -80,6 +82,10 @@ class RunConfig:
     retry_delay: float = 1.0
     judge: Judge | None = None
     save_to: Path | None = None
+    #: A domain with retrieval configs (banking_knowledge): the config and its kwargs (None:
+    #: the reference's default, alltools).
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
@@ -145,11 +151,22 @@ class Runner:
             raise ConfigError(f"the {config.agent} agent needs a model: pass --agent-llm")
         if config.user == "llm" and not config.user_llm:
             raise ConfigError("the llm user needs a model: pass --user-llm")
-        self.grader = Grader(backend, domain, config.judge)
+        # The retrieval config (banking_knowledge): refused now, in one sentence, when unknown
+        # or unable to run here; every episode of the run is created with it.
+        self.variant = domain.resolve_variant(config.retrieval_config, config.retrieval_kwargs)
+        self.episode_options = (
+            EpisodeOptions(self.variant.name, dict(self.variant.kwargs) or None)
+            if self.variant is not None
+            else None
+        )
+        self.grader = Grader(backend, domain, config.judge, self.episode_options)
         self.has_user_tools = domain.spec.user_tools is not None
-        self.policy = domain.policy(solo=self.solo)
-        if self.texts is not None:
-            self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
+        if self.variant is not None:
+            self.policy = self.variant.policy(None)
+        else:
+            self.policy = domain.policy(solo=self.solo)
+            if self.texts is not None:
+                self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
         #: Where simulations run: None runs them here; an executor (e.g. a Ray pool) elsewhere.
         self.executor: SimulationExecutor | None = None
@@ -175,7 +192,7 @@ class Runner:
             },
             "environment_info": {
                 "domain_name": self.domain.name,
-                "policy": self.policy,
+                "policy": TASK_POLICY if self._policy_per_task() else self.policy,
                 "tool_defs": None,
             },
             "seed": c.seed,
@@ -183,7 +200,18 @@ class Runner:
             "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
             "prompt_set": prompt_set_info(self.texts),
+            "retrieval_config": self.variant.name if self.variant is not None else None,
+            "retrieval_config_kwargs": dict(self.variant.kwargs) or None
+            if self.variant is not None
+            else None,
         }
+
+    def _policy_per_task(self) -> bool:
+        """Whether the agent's policy depends on the task (banking's golden_retrieval)."""
+        return self.variant is not None and self.variant.policy_per_task
+
+    def policy_for(self, task: Task) -> str:
+        return self.variant.policy(task) if self._policy_per_task() else self.policy
 
     def user_guidelines(self) -> str | None:
         if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
@@ -248,7 +276,7 @@ class Runner:
         }
 
     async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
-        ref = await self.backend.create_episode(self.domain.name, task.id)
+        ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         sessions: list = []
         try:
             orchestrator = await self._orchestrator(task, seed, ref, sessions)
@@ -260,7 +288,10 @@ class Runner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
-        return self._record(task, trial, seed, conversation, reward_info, ref)
+        record = self._record(task, trial, seed, conversation, reward_info, ref)
+        if self._policy_per_task():
+            record["policy"] = self.policy_for(task)
+        return record
 
     async def _orchestrator(
         self, task: Task, seed: int, ref: EpisodeRef, sessions: list
@@ -302,7 +333,7 @@ class Runner:
         context = AgentContext(
             task=task,
             domain=self.domain.name,
-            policy=self.policy,
+            policy=self.policy_for(task),
             tools=tools,
             llm=self.config.agent_llm,
             llm_args=dict(self.config.agent_llm_args or {}),

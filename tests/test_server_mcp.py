@@ -166,7 +166,7 @@ async def test_200_concurrent_episodes_match_sequential_replay() -> None:
 
 
 @pytest.mark.skipif(not conf.fixtures_present(), reason="conformance fixtures not found")
-@pytest.mark.parametrize("domain", ["mock", "airline", "retail", "telecom"])
+@pytest.mark.parametrize("domain", ["mock", "airline", "retail", "telecom", "banking_knowledge"])
 async def test_gold_replay_through_mcp(domain: str) -> None:
     reason = domain_ready(domain)
     if reason:

@@ -42,6 +42,7 @@ class WorkerPayload:
 
     domain: str
     data_dir: str
+    task_set: str | None
     server: str | None
     token: str | None
     config: RunConfig
@@ -64,7 +65,7 @@ class _Worker:
                 from servers.domains.registry import load_domains
 
                 p = self.payload
-                domain = load_domains([p.domain], Path(p.data_dir))[p.domain]
+                domain = load_domains([p.domain], Path(p.data_dir), p.task_set)[p.domain]
                 domain.warm()
                 if p.server:
                     backend = await remote_backend(p.server, p.token, domain.name)
@@ -215,6 +216,7 @@ class RayPool:
         payload = WorkerPayload(
             domain=runner.domain.name,
             data_dir=str(runner.domain.data_dir),
+            task_set=runner.domain.task_set,
             server=server,
             token=token,
             config=worker_config,

@@ -15,7 +15,7 @@ from typing import Any
 
 from conversation.messages import Message
 from conversation.reference_texts import reference_texts
-from harness.backends import EpisodeBackend, EpisodeRef
+from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef
 from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
 from harness.grading.judge import Judge
 from servers.engine.domain import Domain
@@ -44,9 +44,18 @@ def empty_reward_info(reward: float, note: str, **fields: Any) -> dict[str, Any]
 
 
 class Grader:
-    def __init__(self, backend: EpisodeBackend, domain: Domain, judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        domain: Domain,
+        judge: Judge | None = None,
+        options: EpisodeOptions | None = None,
+    ) -> None:
+        """`options`: how the run's episodes are set up (its retrieval config), so the episodes
+        that replay a trajectory for grading are set up the same way."""
         self.backend = backend
         self.domain = domain
+        self.options = options
         if isinstance(judge, Judge):  # our judge speaks as the data folder's prompt set says
             judge = judge.for_texts(reference_texts(domain.data_dir))
         self.judge = judge
@@ -84,7 +93,7 @@ class Grader:
     ) -> EpisodeRef:
         """A fresh episode with the trajectory's state-changing calls replayed (the task's own
         history is already part of the episode's initial state)."""
-        ref = await self.backend.create_episode(self.domain.name, task.id)
+        ref = await self.backend.create_episode(self.domain.name, task.id, self.options)
         calls = []
         for call in tool_calls_of(messages[history_length:]):
             requestor = call.requestor
@@ -224,7 +233,7 @@ def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
         try:
             if toolkit is None or not toolkit.has_tool(action.name):
                 raise ValueError(f"Tool '{action.name}' not found.")
-            getattr(toolkit, action.name)(**(action.arguments or {}))
+            toolkit.bound(action.name)(**(action.arguments or {}))
         except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
             continue
     return episode.hashes()

@@ -24,7 +24,7 @@ from conversation.messages import STOP, ChatMessage, Message, is_agent_stop, par
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.base import _agent_can_see as agent_can_see
 from harness.agents.llm_agent import DONE_TOOL
-from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
 from harness.grading import Judge
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.runner import ConfigError, RunConfig, Runner
@@ -164,8 +164,10 @@ class EpisodeTracking:
         self._backend = backend
         self.current: EpisodeRef | None = None
 
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
-        self.current = await self._backend.create_episode(domain, task_id)
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef:
+        self.current = await self._backend.create_episode(domain, task_id, options)
         return self.current
 
     def __getattr__(self, name: str) -> Any:

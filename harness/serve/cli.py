@@ -58,6 +58,12 @@ def serve(
         None, "--judge-llm-args", help="JSON arguments for the judge's model."
     ),
     log_level: str = typer.Option("warning", "--log-level"),
+    retrieval_config: str = typer.Option(
+        None, "--retrieval-config", help="banking_knowledge: the agent's retrieval config."
+    ),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help="JSON options of the retrieval config."
+    ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     import uvicorn
@@ -85,6 +91,8 @@ def serve(
         max_errors=max_errors,
         judge=harness_cli._judge(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=harness_cli._retrieval_kwargs(retrieval_config_kwargs),
     )
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
