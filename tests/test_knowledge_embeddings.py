@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servers.knowledge import model_calls
+from servers.engine import call_context
 from servers.knowledge.embeddings import (
     BLANK_QUERY,
     DenseIndex,
@@ -181,8 +181,8 @@ def test_cosine_ranking_blank_queries_and_costs(tmp_path):
             "openai", "text-embedding-3-large", api_base=fake.api_base, api_key="k"
         )
         retriever = DenseRetriever(_index(embedder, tmp_path), 10, QueryMemo())
-        sink = model_calls.CostSink()
-        with model_calls.cost_sink(sink):
+        sink = call_context.Charges()
+        with call_context.charging(sink):
             results = retriever.retrieve("Gold Rewards Card annual fee")
         # The index build and the query, priced by litellm's list.
         assert sink.calls == 2 and sink.total > 0

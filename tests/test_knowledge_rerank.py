@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from servers.knowledge import model_calls
+from servers.engine import call_context
 from servers.knowledge.rerank import PointwiseReranker, parse_rating
 from tests.fake_llm_server import FakeLLMServer, text
 from tests.knowledge_support import (
@@ -100,8 +100,8 @@ def test_ratings_filter_and_order_results():
             min_score=5,
             llm_args={**fake.llm_args(), "num_retries": 0},
         )
-        sink = model_calls.CostSink()
-        with model_calls.cost_sink(sink):
+        sink = call_context.Charges()
+        with call_context.charging(sink):
             kept = reranker.process("fee", [(d.id, 0.5) for d in docs])
         assert kept == [
             (docs[3].id, 10.0),  # 15 clamped to 10

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from servers.engine import call_context
 from servers.engine.canonical import canonical_hash
 from servers.engine.cow import CowDB
 from servers.engine.domain import Domain
@@ -23,7 +24,7 @@ from servers.engine.variants import Variant
 
 Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.
-_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant"})
+_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant", "resources", "tool_cost"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
@@ -31,6 +32,7 @@ _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 class ToolOutcome:
     text: str
     error: bool
+    cost: float = 0.0  # dollars the call's own model calls cost (retrieval embeddings, rerankers)
 
 
 class Episode:
@@ -56,6 +58,10 @@ class Episode:
         # and chooses the policy. It is not part of the state: a task's cached start is the
         # same for every variant, and its tools are added after the start is set up or loaded.
         self.variant = variant
+        # What the episode's tools keep for it (a writable shell workspace) and what their model
+        # calls cost so far; neither is state (see call_context.py).
+        self.resources = call_context.Resources()
+        self.tool_cost = 0.0
         cacheable = use_start_cache and task is not None and task.initial_state is not None
         if not (cacheable and self._load_start()):
             self._set_up()
@@ -138,18 +144,28 @@ class Episode:
         """Run one tool call as the agent or the user, as the reference would: any failure is a
         result whose text starts with `Error: `, and the state keeps whatever the call did."""
         self.calls += 1
-        try:
-            toolkit = self.toolkit(side)
-            if toolkit is None:
-                raise ValueError("User tools not available")
-            if not toolkit.has_tool(name):
-                raise ValueError(f"Tool '{name}' not found.")
-            result = toolkit.bound(name)(**(arguments or {}))
-            self._sync()
-            return ToolOutcome(render_result(result), False)
-        except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
-            self._sync_after_failure()
-            return ToolOutcome(render_error(exc), True)
+        charges = call_context.Charges()
+        with call_context.tool_call(self, charges):
+            try:
+                toolkit = self.toolkit(side)
+                if toolkit is None:
+                    raise ValueError("User tools not available")
+                if not toolkit.has_tool(name):
+                    raise ValueError(f"Tool '{name}' not found.")
+                result = toolkit.bound(name)(**(arguments or {}))
+                self._sync()
+                outcome = ToolOutcome(render_result(result), False)
+            except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
+                self._sync_after_failure()
+                outcome = ToolOutcome(render_error(exc), True)
+        if charges.calls:
+            self.tool_cost += charges.total
+            outcome = ToolOutcome(outcome.text, outcome.error, charges.total)
+        return outcome
+
+    def close(self) -> None:
+        """Release what the episode's tools kept for it (e.g. a shell workspace's files)."""
+        self.resources.close()
 
     def _sync_after_failure(self) -> None:
         """The reference's orchestrator re-syncs the two sides after every step, failed calls
@@ -302,11 +318,17 @@ class EpisodeStore:
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
         episode = Episode(domain, episode_id, task, variant=variant)
+        ended = []
         with self._lock:
+            previous = self._episodes.get(key)
+            if previous is not None:
+                ended.append(previous)
             self._episodes[key] = episode
             self._episodes.move_to_end(key)
             while len(self._episodes) > self.capacity:
-                self._episodes.popitem(last=False)
+                ended.append(self._episodes.popitem(last=False)[1])
+        for old in ended:
+            old.close()
         return episode
 
     def get(self, domain_name: str, episode_id: str) -> Episode:
@@ -326,8 +348,10 @@ class EpisodeStore:
     def delete(self, domain_name: str, episode_id: str) -> None:
         self.domain(domain_name)
         with self._lock:
-            if self._episodes.pop((domain_name, episode_id), None) is None:
-                raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+            episode = self._episodes.pop((domain_name, episode_id), None)
+        if episode is None:
+            raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+        episode.close()
 
     def call(
         self, domain_name: str, episode_id: str, side: Side, name: str, arguments: dict | None
