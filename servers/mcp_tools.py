@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
+import anyio.to_thread
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import TextResource
@@ -23,6 +24,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from conversation.tools import COST_META
 from servers.engine import data as datafiles
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
@@ -46,13 +48,37 @@ def ep_wrap_default() -> bool:
     return os.environ.get(EP_WRAP_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def _text_result(text: str, error: bool) -> ToolResult:
-    return ToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+def _text_result(text: str, error: bool, cost: float = 0.0) -> ToolResult:
+    meta = {COST_META: cost} if cost else None
+    return ToolResult(content=[TextContent(type="text", text=text)], is_error=error, meta=meta)
 
 
 def reference_result(outcome: ToolOutcome) -> ToolResult:
-    """The engine's text unchanged; `isError` when the engine reports a failure."""
-    return _text_result(outcome.text, outcome.error)
+    """The engine's text unchanged; `isError` when the engine reports a failure; what the
+    call's model calls cost in `_meta` when they cost something."""
+    return _text_result(outcome.text, outcome.error, outcome.cost)
+
+
+def _call_locked(episode: Episode, side: Side, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    try:
+        with episode.lock:
+            return episode.call(side, name, arguments)
+    except EngineError as exc:
+        return ToolOutcome(f"Error: {exc}", True)
+    except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
+        log.exception("tool %s failed outside the engine", name)
+        return ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+
+
+async def call_tool(
+    episode: Episode, side: Side, name: str, arguments: dict[str, Any]
+) -> ToolOutcome:
+    """One tool call on an episode, as a result (never an exception). A tool that waits on a
+    subprocess or the network (a shell command, a model call) runs in a worker thread, so the
+    server's event loop keeps serving other episodes meanwhile."""
+    if episode.blocks(side, name):
+        return await anyio.to_thread.run_sync(_call_locked, episode, side, name, arguments)
+    return _call_locked(episode, side, name, arguments)
 
 
 def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
@@ -88,14 +114,9 @@ class EpisodeTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
             episode = self.resolve()
-            with episode.lock:
-                outcome = episode.call(self.side, self.name, arguments)
         except EngineError as exc:
-            outcome = ToolOutcome(f"Error: {exc}", True)
-        except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
-            log.exception("tool %s failed outside the engine", self.name)
-            outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
-        return self.shape(outcome)
+            return self.shape(ToolOutcome(f"Error: {exc}", True))
+        return self.shape(await call_tool(episode, self.side, self.name, arguments))
 
 
 class UnknownToolsToEngine(Middleware):
@@ -116,8 +137,8 @@ class UnknownToolsToEngine(Middleware):
             except EngineError as exc:
                 return self.shape(ToolOutcome(f"Error: {exc}", True))
             message = context.message
-            with episode.lock:
-                return self.shape(episode.call(self.side, message.name, message.arguments or {}))
+            outcome = await call_tool(episode, self.side, message.name, message.arguments or {})
+            return self.shape(outcome)
 
 
 def _instructions(domain: Domain, side: Side) -> str:

@@ -140,6 +140,11 @@ class Episode:
     def toolkit(self, side: Side) -> Toolkit | None:
         return self.agent_tools if side == "agent" else self.user_tools
 
+    def blocks(self, side: Side, name: str) -> bool:
+        """Whether a call of `name` waits on a subprocess or the network (see Toolkit.blocks)."""
+        toolkit = self.toolkit(side)
+        return toolkit is not None and toolkit.has_tool(name) and toolkit.blocks(name)
+
     def call(self, side: Side, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
         """Run one tool call as the agent or the user, as the reference would: any failure is a
         result whose text starts with `Error: `, and the state keeps whatever the call did."""

@@ -341,6 +341,8 @@ class DenseRetriever:
         self.memo = memo or QUERY_MEMO
 
     def encode(self, query: str) -> np.ndarray:
+        # The documents first, as the reference (which embeds them when it sets up) asks.
+        self.index.build()
         if not query or not query.strip():
             raise ValueError(BLANK_QUERY)
         embedder = self.index.embedder
