@@ -66,6 +66,9 @@ class EpisodeSettings:
     server_token: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     max_errors: int = DEFAULT_MAX_ERRORS
+    # banking_knowledge: the retrieval config of every episode (and its kwargs).
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
     def check(self, seat: Seat) -> None:
         """One clear sentence for a setting that cannot work, before anything is loaded."""
@@ -294,6 +297,8 @@ class PolicyDriver:
             max_errors=settings.max_errors,
             max_retries=0,  # a failed episode ends with infrastructure_error, never a re-run
             judge=judge,
+            retrieval_config=settings.retrieval_config,
+            retrieval_kwargs=settings.retrieval_kwargs,
         )
         if seat == "agent":
             solo = settings.solo_mode

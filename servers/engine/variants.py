@@ -72,11 +72,6 @@ class VariantCatalog(Protocol):
         ...
 
 
-def variant_key(variant: Variant | None) -> str | None:
-    """What tool listings are cached by: the name (options never change the tools)."""
-    return None if variant is None else variant.name
-
-
 def parse_kwargs(
     text: str | None, flag: str = "--retrieval-config-kwargs"
 ) -> dict[str, Any] | None:

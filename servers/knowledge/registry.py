@@ -19,9 +19,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from servers.knowledge.bm25 import BM25Index
 from servers.knowledge.documents import KnowledgeBase
-from servers.knowledge.grep import GrepIndex
 from servers.knowledge.pipeline import Results
 
 Role = Literal["retriever", "postprocessor", "tool"]
@@ -106,9 +104,14 @@ def backend(name: str, base: KnowledgeBase, params: Mapping[str, Any]) -> Any:
 # --- the offline kinds --------------------------------------------------------------------------
 
 
+# The indexes import numpy (and rank-bm25), ~0.3 s: only when a configuration first needs them.
+
+
 class BM25Retriever:
     def __init__(self, base: KnowledgeBase, top_k: int) -> None:
-        self.index: BM25Index = base.index("bm25", BM25Index)
+        from servers.knowledge.bm25 import BM25Index
+
+        self.index = base.index("bm25", BM25Index)
         self.top_k = top_k
 
     def retrieve(self, query: str) -> Results:
@@ -117,7 +120,9 @@ class BM25Retriever:
 
 class GrepRetriever:
     def __init__(self, base: KnowledgeBase, top_k: int, case_sensitive: bool) -> None:
-        self.index: GrepIndex = base.index("grep", GrepIndex)
+        from servers.knowledge.grep import GrepIndex
+
+        self.index = base.index("grep", GrepIndex)
         self.top_k = top_k
         self.case_sensitive = case_sensitive
 
