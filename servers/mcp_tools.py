@@ -86,16 +86,16 @@ def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
     (failures become {"error": message}); without `wrap` only failures are reshaped."""
     if outcome.error:
         message = outcome.text.removeprefix("Error: ")
-        return _text_result(json.dumps({"error": message}), True)
+        return _text_result(json.dumps({"error": message}), True, outcome.cost)
     if not wrap:
-        return _text_result(outcome.text, False)
+        return _text_result(outcome.text, False, outcome.cost)
     try:
         value = json.loads(outcome.text)
     except (json.JSONDecodeError, TypeError):
         value = outcome.text
     if isinstance(value, dict):
-        return _text_result(outcome.text, False)
-    return _text_result(json.dumps({"result": value}), False)
+        return _text_result(outcome.text, False, outcome.cost)
+    return _text_result(json.dumps({"result": value}), False, outcome.cost)
 
 
 def tool_annotations(spec: ToolSpec) -> ToolAnnotations:

@@ -8,6 +8,8 @@ count with the agent's) are checked. A reranker configuration runs on an episode
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from harness.runner import Runner
@@ -138,3 +140,33 @@ def test_network_configs_name_what_they_lack(monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "k")
     qwen = domain.resolve_variant("qwen_embeddings", {"query_prefix": "Q: "})
     assert qwen.config.searches["KB_search"].query_prefix == "Q: "
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"no shell sandbox: {sandbox_problem()}")
+async def test_a_slow_shell_command_does_not_hold_up_other_episodes():
+    """The shell runs off the server's event loop: a quick call on another episode, made while
+    a command sleeps, is answered first (the in-process server shares this test's loop, so a
+    blocked loop would answer in the other order)."""
+    from tests.server_support import serving
+
+    episodes = "/banking_knowledge/episodes"
+    async with serving(["banking_knowledge"]) as srv, srv.http() as http:
+        slow = await http.post(episodes, json={"task_id": TASK, "retrieval_config": "terminal_use"})
+        quick = await http.post(episodes, json={"task_id": TASK, "retrieval_config": "bm25"})
+        assert slow.status_code == quick.status_code == 201, (slow.text, quick.text)
+        order: list[str] = []
+        async with srv.mcp(slow.json()["agent_mcp"]) as a, srv.mcp(quick.json()["agent_mcp"]) as b:
+
+            async def sleeper() -> None:
+                result = await a.call_tool("shell", {"command": "sleep 3; echo woke"})
+                assert result.content[0].text == "woke\n"
+                order.append("shell")
+
+            async def searcher() -> None:
+                await asyncio.sleep(0.5)
+                result = await b.call_tool("KB_search", {"query": "annual fee"})
+                assert result.content[0].text.startswith("1. ")
+                order.append("search")
+
+            await asyncio.gather(sleeper(), searcher())
+        assert order == ["search", "shell"]
