@@ -123,14 +123,14 @@ def bench_creation(store: EpisodeStore, name: str, task_id: str, n: int) -> None
             store.delete(name, f"c{i}")
         print(f"episode creation, task {initialized} (initial state to set up): {ms(create)}")
 
-    domain, task = store.domain(name), store.domain(name).task(task_id)
+    domain, task = store.domain(name), store.domain(name).task(initialized)
     try:
         uncached = [
             timed(lambda: Episode(domain, "x", task, use_start_cache=False)) for _ in range(n)
         ]
     except TypeError:  # an engine without a start cache: creation above is uncached already
         return
-    print(f"episode creation without the start cache: {ms(uncached)}")
+    print(f"episode creation without the start cache, task {initialized}: {ms(uncached)}")
 
 
 def retrieval_queries(domain: Domain) -> tuple[list[str], list[str]]:

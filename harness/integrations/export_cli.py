@@ -34,6 +34,15 @@ def ep_rows_command(
     ),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write ('-': stdout)."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Data folder (default $TAU2_DATA_DIR)."),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config the rows' sessions run (and whose policy "
+        "they carry).",
+    ),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help="JSON options of the retrieval config."
+    ),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from harness.integrations.ep_rows import ep_rows, to_jsonl
@@ -50,8 +59,11 @@ def ep_rows_command(
             _fail("--user-llm-args must be a JSON object")
     ids = [p for v in task_ids or [] for p in v.replace(",", " ").split() if p] or None
     try:
+        from servers.engine.variants import parse_kwargs
+
+        kwargs = parse_kwargs(retrieval_config_kwargs)
         loaded = load_domains([domain], data_dir)[domain]
-        rows = ep_rows(loaded, split, ids, user_llm, args)
+        rows = ep_rows(loaded, split, ids, user_llm, args, retrieval_config, kwargs)
     except EngineError as exc:
         _fail(str(exc))
         return
