@@ -317,3 +317,48 @@ def test_workspace_past_its_limit_is_restored(kb_folder):
     text = workspace.run("for i in $(seq 1500); do : > n$i; done")
     assert "workspace grew past its limit" in text
     workspace.close()
+
+
+@needs_documents
+@needs_sandbox
+def test_nothing_is_left_behind():
+    """A process removes its knowledge-base folders (and writable copies) when it exits; those
+    of a process that was killed are removed by the next one."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    # A temp folder the sandbox's user can reach even when we run as root (see kb_files.py).
+    tmp_path = Path(tempfile.mkdtemp(prefix="tau-mcp-test-", dir="/tmp"))
+    os.chmod(tmp_path, 0o755)
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import os, signal, sys\n"
+        "from servers.knowledge.kb_files import FOLDERS\n"
+        "from servers.knowledge.shell import ShellWorkspace\n"
+        "from tests.knowledge_support import banking_documents\n"
+        "folder = FOLDERS.shared(banking_documents()[:20], 'md')\n"
+        "w = ShellWorkspace(folder, writable=True)\n"
+        "assert w.run('echo x > notes.md && ls | wc -l') == '22\\n'\n"
+        "if sys.argv[1] == 'kill':\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def run(mode: str) -> int:
+        return subprocess.run([sys.executable, "-c", script, mode], cwd=root, env=env).returncode
+
+    def left() -> list[str]:
+        return sorted(p.name for p in tmp_path.iterdir())
+
+    try:
+        assert run("exit") == 0
+        assert left() == []
+        assert run("kill") == -9
+        assert len(left()) == 1 and left()[0].startswith("tau-mcp-kb-")
+        assert run("exit") == 0
+        assert left() == []
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)

@@ -148,13 +148,38 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _open_to_others(path: Path) -> bool:
+    """Whether every folder from `/` down to `path` lets other users through."""
+    try:
+        current = path.resolve()
+        for folder in (current, *current.parents):
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def default_parent() -> Path:
+    """Where a process keeps its knowledge-base files: the temp folder, unless we are root and
+    it is private (the sandbox then runs as `nobody`, who must reach the files): then the first
+    of /tmp, /var/tmp, /dev/shm that others can reach."""
+    parent = Path(tempfile.gettempdir())
+    if os.geteuid() != 0 or _open_to_others(parent):
+        return parent
+    for fallback in ("/tmp", "/var/tmp", "/dev/shm"):
+        if _open_to_others(Path(fallback)):
+            return Path(fallback)
+    return parent
+
+
 class ProcessFolders:
     """This process's folder for knowledge-base files (`<tmp>/tau-mcp-kb-<pid>-<random>`),
     removed at exit. Folders left by processes that died without cleaning up are removed when
     the next process starts its own."""
 
     def __init__(self, parent: Path | None = None) -> None:
-        self.parent = Path(parent or tempfile.gettempdir())
+        self.parent = Path(parent) if parent is not None else default_parent()
         self._root: Path | None = None
         self._lock = threading.RLock()
         self._built: dict[tuple[str, str], Path] = {}

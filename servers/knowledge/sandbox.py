@@ -227,6 +227,8 @@ class Sandbox:
         if "\0" in command:
             raise ValueError("embedded null byte")
         data = "\0".join(self.options(folder, writable)).encode() + b"\0"
+        if len(data) > 60000:  # more than a pipe holds before bwrap reads it
+            raise SandboxUnavailable(f"the sandbox's folder path is too long: {folder}")
         read_fd, write_fd = os.pipe()
         try:
             os.write(write_fd, data)

@@ -24,6 +24,7 @@ writable workspace that grows past its limits is restored to the knowledge base 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from pathlib import Path
@@ -150,7 +151,9 @@ class ShellWorkspace:
                 f"Error: Command blocked - contains '{pattern}' which could escape the sandbox"
             )
             return 1, "", message
-        with self._lock:
+        # A read-only workspace has no state: every episode's commands run side by side. A
+        # writable one runs its episode's commands one at a time.
+        with self._lock if self.writable else contextlib.nullcontext():
             try:
                 done = self.sandbox.run(command, self.folder, writable=self.writable)
             except ValueError as exc:  # a NUL byte cannot be passed to a process
