@@ -170,3 +170,11 @@ async def test_a_slow_shell_command_does_not_hold_up_other_episodes():
 
             await asyncio.gather(sleeper(), searcher())
         assert order == ["search", "shell"]
+
+
+def test_tool_result_costs_are_read_from_meta():
+    from conversation.tools import COST_META, result_cost
+
+    assert result_cost({COST_META: 0.25, "other": 1}) == 0.25
+    for meta in (None, {}, {COST_META: "1"}, {COST_META: True}, {COST_META: -1}, [COST_META]):
+        assert result_cost(meta) == 0.0
