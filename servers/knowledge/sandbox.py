@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from servers.knowledge.kb_files import default_parent
+
 #: Where the folder appears inside the sandbox (and `HOME` there).
 SANDBOX_DIR = "/knowledge_base"
 SANDBOX_UID = 1000
@@ -140,7 +142,7 @@ class Sandbox:
     # --- setup --------------------------------------------------------------------------------
     def _etc_dir(self) -> Path:
         if self._etc is None:
-            parent = self._support_dir or Path(tempfile.gettempdir())
+            parent = self._support_dir or default_parent()
             etc = Path(tempfile.mkdtemp(prefix="tau-mcp-etc-", dir=parent))
             os.chmod(etc, 0o755)
             home = SANDBOX_DIR
@@ -380,7 +382,7 @@ def sandbox_problem() -> str | None:
         return missing_bwrap_sentence()
     if shell_path() is None:
         return "the shell sandbox needs bash, which is not on PATH"
-    probe_root = Path(tempfile.mkdtemp(prefix="tau-mcp-probe-"))
+    probe_root = Path(tempfile.mkdtemp(prefix="tau-mcp-probe-", dir=default_parent()))
     os.chmod(probe_root, 0o755)
     sandbox = Sandbox(Limits(wall_seconds=20), support_dir=probe_root)
     try:
