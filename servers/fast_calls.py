@@ -23,9 +23,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from conversation.tools import COST_META
 from servers.engine.domain import Domain
-from servers.engine.episode import Episode, Side
+from servers.engine.episode import Episode, Side, ToolOutcome
+from servers.engine.errors import EngineError
 from servers.mcp_listing import server_name, tools_list_result
-from servers.mcp_tools import call_tool
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -82,7 +82,13 @@ class FastToolCalls:
         if call is None:
             return replay
         ident, name, arguments = call
-        outcome = await call_tool(episode, self.side, name, arguments)
+        try:
+            outcome = await episode.call_async(self.side, name, arguments)
+        except EngineError as exc:
+            outcome = ToolOutcome(f"Error: {exc}", True)
+        except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
+            log.exception("tool %s failed outside the engine", name)
+            outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
         if outcome.cost:
             meta[COST_META] = outcome.cost

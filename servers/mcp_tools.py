@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-import anyio.to_thread
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import TextResource
@@ -59,26 +58,18 @@ def reference_result(outcome: ToolOutcome) -> ToolResult:
     return _text_result(outcome.text, outcome.error, outcome.cost)
 
 
-def _call_locked(episode: Episode, side: Side, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+async def call_tool(
+    episode: Episode, side: Side, name: str, arguments: dict[str, Any]
+) -> ToolOutcome:
+    """One tool call on an episode, as a result (never an exception); slow tools run off the
+    event loop (`Episode.call_async`)."""
     try:
-        with episode.lock:
-            return episode.call(side, name, arguments)
+        return await episode.call_async(side, name, arguments)
     except EngineError as exc:
         return ToolOutcome(f"Error: {exc}", True)
     except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
         log.exception("tool %s failed outside the engine", name)
         return ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
-
-
-async def call_tool(
-    episode: Episode, side: Side, name: str, arguments: dict[str, Any]
-) -> ToolOutcome:
-    """One tool call on an episode, as a result (never an exception). A tool that waits on a
-    subprocess or the network (a shell command, a model call) runs in a worker thread, so the
-    server's event loop keeps serving other episodes meanwhile."""
-    if episode.blocks(side, name):
-        return await anyio.to_thread.run_sync(_call_locked, episode, side, name, arguments)
-    return _call_locked(episode, side, name, arguments)
 
 
 def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:

@@ -145,6 +145,23 @@ class Episode:
         toolkit = self.toolkit(side)
         return toolkit is not None and toolkit.has_tool(name) and toolkit.blocks(name)
 
+    def locked_call(self, side: Side, name: str, arguments: dict[str, Any] | None) -> ToolOutcome:
+        """`call`, holding the episode's lock (calls on one episode run one at a time)."""
+        with self.lock:
+            return self.call(side, name, arguments)
+
+    async def call_async(
+        self, side: Side, name: str, arguments: dict[str, Any] | None
+    ) -> ToolOutcome:
+        """`locked_call` for a server's event loop: a tool that waits on a subprocess or the
+        network (a shell command, a model call) runs in a worker thread, so the loop keeps
+        serving other episodes meanwhile."""
+        if self.blocks(side, name):
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(self.locked_call, side, name, arguments)
+        return self.locked_call(side, name, arguments)
+
     def call(self, side: Side, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
         """Run one tool call as the agent or the user, as the reference would: any failure is a
         result whose text starts with `Error: `, and the state keeps whatever the call did."""
