@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from conversation.llm import DEFAULT_LLM, set_request_gate
+from grading import Grader, Judge
 from harness.backends import InfrastructureError
 from harness.distributed.limits import parse_provider_limits
-from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import (

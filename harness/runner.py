@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from conversation.messages import dump_message, now
+from conversation.messages import dump_message, history_messages, now
 from conversation.reference_prompts import compose_policy, user_guidelines_path
 from conversation.reference_texts import reference_texts
+from grading import Grader, Judge
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
 from harness.errors import ConfigError
-from harness.grading import Grader, Judge
 from harness.metrics import INFRA
 from harness.orchestrator import (
     DEFAULT_MAX_ERRORS,
@@ -26,7 +26,6 @@ from harness.orchestrator import (
     GREETING,
     Limits,
     Orchestrator,
-    history_messages,
 )
 from harness.prompt_sets import (
     first_agent_message,

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from grading import Grader
+from grading.compare import comparable
 from harness.backends.engine import EngineBackend
 from harness.cli import app
 from harness.evaluate import is_solo_run, regrade
-from harness.grading import Grader
-from harness.grading.compare import comparable
 from harness.results import load_results
 from tests.conformance import DATA_DIR
 from tests.harness_support import load, needs_data

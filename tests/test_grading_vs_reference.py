@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from grading import Grader
+from grading.compare import comparable
 from harness.backends.engine import EngineBackend
 from harness.evaluate import regrade
-from harness.grading import Grader
-from harness.grading.compare import comparable
 from tests.harness_support import load, needs_data
 
 pytestmark = needs_data

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from grading.compare import comparable
 from harness.cli import app
-from harness.grading.compare import comparable
 from tests.conformance import DATA_DIR
 from tests.harness_support import needs_data
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from conversation.messages import ChatMessage, ToolCall
+from grading import Grader
+from grading.checks import check_actions, check_communication
 from harness.agents import Agent
 from harness.backends.engine import EngineBackend
-from harness.grading import Grader
-from harness.grading.checks import check_actions, check_communication
 from harness.metrics import pass_hat_k, summarize
 from harness.orchestrator import Limits, Orchestrator
 from harness.runner import RunConfig, Runner

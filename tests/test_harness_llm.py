@@ -4,7 +4,7 @@ server, with the domain served over MCP (mock: the user has tools of its own).""
 from __future__ import annotations
 
 from conversation.messages import parse_message
-from harness.grading import Grader, Judge
+from grading import Grader, Judge
 from harness.runner import RunConfig, Runner
 from tests.fake_llm_server import FakeLLMServer, call, text
 from tests.harness_support import load, mcp_backend, needs_data

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage, history_messages
 from harness.agents import Agent, AgentContext
 from harness.backends import ToolResult
-from harness.orchestrator import Orchestrator, history_messages
+from harness.orchestrator import Orchestrator
 from harness.runner import RunConfig, Runner
 from simulator.base import UserContext, UserSimulator
 from simulator.llm_user import as_seen_by_user

@@ -164,7 +164,7 @@ def tau_mcp_conversation(
     data_dir: str | None = None,
 ):
     """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
-    from harness.grading import Judge
+    from grading import Judge
     from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
     from harness.runner import DEFAULT_SEED, RunConfig, Runner, trial_seeds
 

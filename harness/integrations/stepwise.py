@@ -21,11 +21,11 @@ from typing import Any, ClassVar, Literal
 
 from conversation.llm import DEFAULT_LLM
 from conversation.messages import STOP, ChatMessage, Message, is_agent_stop, parse_message
+from grading import Judge
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.base import _agent_can_see as agent_can_see
 from harness.agents.llm_agent import DONE_TOOL
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
-from harness.grading import Judge
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.runner import ConfigError, RunConfig, Runner
 from servers.engine.domain import Domain
