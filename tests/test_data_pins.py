@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.data_cli import data_app
+from harness.cli.data import data_app
 from servers.engine.errors import DataError
 from servers.engine.pins import (
     content_pins,

@@ -9,9 +9,11 @@ from grading import Grader
 from grading.checks import check_actions, check_communication
 from harness.agents import Agent
 from harness.backends.engine import EngineBackend
+from harness.config import RunConfig
 from harness.metrics import pass_hat_k, summarize
 from harness.orchestrator import Limits, Orchestrator
-from harness.runner import RunConfig, Runner
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from servers.engine.tasks import Task
 from tests.harness_support import load, needs_data
 
@@ -290,7 +292,7 @@ async def test_solo_oracle_with_the_dummy_user(mock):
     config = RunConfig(
         domain="mock", agent="oracle", user="dummy", task_ids=["create_task_1", "update_task_1"]
     )
-    sims = (await Runner(backend, domain, config).run()).simulations
+    sims = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     for sim in sims:
         assert sim["termination_reason"] == "agent_stop"
         assert sim["messages"][0]["role"] == "assistant" and sim["messages"][0]["tool_calls"]
@@ -300,15 +302,17 @@ async def test_solo_oracle_with_the_dummy_user(mock):
 
 def test_bad_run_configurations_fail_with_one_sentence(mock):
     domain, backend = mock
-    from harness.runner import ConfigError
+    from harness.errors import ConfigError
+
+    def make(**settings):
+        return SimulationRunner(backend, domain, RunConfig(domain="mock", **settings))
 
     # A model-driven agent without --agent-llm gets the default model.
-    runner = Runner(backend, domain, RunConfig(domain="mock", agent="llm", user="scripted"))
-    assert runner.config.agent_llm
+    assert make(agent="llm", user="scripted").config.agent_llm
     with pytest.raises(ConfigError, match="dummy user only works"):
-        Runner(backend, domain, RunConfig(domain="mock", agent="llm", agent_llm="m", user="dummy"))
+        make(agent="llm", agent_llm="m", user="dummy")
     with pytest.raises(ValueError, match="unknown agent"):
-        Runner(backend, domain, RunConfig(domain="mock", agent="nope", user="scripted"))
+        make(agent="nope", user="scripted")
 
 
 class MixedAgent(Agent):

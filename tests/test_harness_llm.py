@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from conversation.messages import parse_message
 from grading import Grader, Judge
-from harness.runner import RunConfig, Runner
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from tests.fake_llm_server import FakeLLMServer, call, text
 from tests.harness_support import load, mcp_backend, needs_data
 
@@ -30,7 +32,7 @@ async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
     domain = load("mock")
     config = fake.run_config("mock", "update_task_with_user_tools", AGENT, USER)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     (sim,) = results.simulations
     assert sim["termination_reason"] == "user_stop", sim.get("info")
     roles = [(m["role"], m.get("requestor")) for m in sim["messages"]]
@@ -114,7 +116,7 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
     domain = load("mock")
     config = fake.run_config("mock", "create_task_1_nl_eval", AGENT, USER)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
         (sim,) = results.simulations
         # The task's basis leaves NL assertions out, so the run did not judge them.
         assert sim["reward_info"]["nl_assertions"] is None and not fake.requests[JUDGE]
@@ -147,7 +149,7 @@ async def test_a_model_failure_is_an_infrastructure_error(fake: FakeLLMServer):
     domain = load("mock")  # nothing scripted: every model call fails
     config = fake.run_config("mock", "create_task_1", AGENT, USER, max_retries=1, retry_delay=0.0)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     (sim,) = results.simulations
     assert sim["termination_reason"] == "infrastructure_error"
     assert sim["reward_info"] is None and sim["info"]["attempts"] == 2
@@ -169,7 +171,7 @@ async def test_solo_agent_works_the_ticket_and_stops_with_done(fake: FakeLLMServ
         max_retries=0,
     )
     async with mcp_backend(domain) as backend:
-        (sim,) = (await Runner(backend, domain, config).run()).simulations
+        (sim,) = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     assert sim["termination_reason"] == "agent_stop"
     assert [m["role"] for m in sim["messages"]] == ["assistant", "tool", "assistant"]
     assert (

@@ -9,8 +9,10 @@ from typing import Any
 from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage, history_messages
 from harness.agents import Agent, AgentContext
 from harness.backends import ToolResult
+from harness.config import RunConfig
 from harness.orchestrator import Orchestrator
-from harness.runner import RunConfig, Runner
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from simulator.base import UserContext, UserSimulator
 from simulator.llm_user import as_seen_by_user
 from tests.fake_llm_server import FakeLLMServer, call, text
@@ -200,7 +202,7 @@ async def test_the_trial_seed_overrides_a_seed_in_the_model_arguments():
             max_retries=0,
         )
         async with mcp_backend(domain) as backend:
-            (sim,) = (await Runner(backend, domain, config).run()).simulations
+            (sim,) = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     assert sim["termination_reason"] == "user_stop"
     seeds = {r.get("seed") for reqs in fake.requests.values() for r in reqs}
     assert seeds == {sim["seed"]} and sim["seed"] not in (1, 2)

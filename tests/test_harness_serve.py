@@ -18,8 +18,8 @@ from fastmcp import Client as FastMCPClient
 from mcp import Client as SdkClient
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.config import RunConfig
 from harness.results import journal_path, load_results
-from harness.runner import RunConfig
 from harness.serve.host import hosted, make_hub
 from tests.fake_llm_server import text
 from tests.harness_support import domain_available, load, mcp_backend, needs_data
@@ -291,7 +291,7 @@ async def test_save_to_appends_and_resumes(tmp_path):
 
 
 def test_serve_config_plays_once():
-    from harness.serve.host import serve_config
+    from harness.serve.simulation import serve_config
 
     assert serve_config(replace(RunConfig(domain="mock"), max_retries=5)).max_retries == 0
 

@@ -15,7 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.runner import RunConfig, Runner
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from tests.conformance import DATA_DIR
 from tests.fake_llm_server import FakeLLMServer, call, text
 from tests.harness_support import domain_available, load, mcp_backend
@@ -50,7 +52,7 @@ def _config(fake: FakeLLMServer, save_to=None) -> RunConfig:
 async def _run(fake: FakeLLMServer, save_to=None) -> dict:
     domain = load("telecom")
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, _config(fake, save_to)).run()
+        results = await Runner(SimulationRunner(backend, domain, _config(fake, save_to))).run()
     (sim,) = results.simulations
     return sim
 

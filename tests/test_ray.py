@@ -17,10 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.config import RunConfig
 from harness.distributed.limits import LimitError, LocalProviderLimits, parse_provider_limits
 from harness.metrics import INFRA
 from harness.results import journal_path, load_results
-from harness.runner import RunConfig, Runner
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from tests.conformance import DATA_DIR
 from tests.harness_support import needs_data
 
@@ -138,11 +140,10 @@ async def _run(domain, config: RunConfig, use_ray: bool, on_done=None, kill_afte
     backend = await in_process_backend({domain.name: domain}, None)
     pool = None
     try:
-        runner = Runner(backend, domain, config)
+        simulations = SimulationRunner(backend, domain, config)
         if use_ray:
-            pool = RayPool(runner, address="auto", server=None, token=None)
-            runner.executor = pool
-        return (await runner.run(on_done)).simulations, pool
+            pool = RayPool(simulations, address="auto", server=None, token=None)
+        return (await Runner(simulations, pool).run(on_done)).simulations, pool
     finally:
         if pool is not None:
             pool.close()
@@ -206,9 +207,9 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
         from harness.distributed.ray_pool import RayPool
 
         backend = await in_process_backend({domain.name: domain}, None)
-        runner = Runner(backend, domain, config)
-        pool = RayPool(runner, address="auto", server=None, token=None)
-        runner.executor = pool
+        simulations = SimulationRunner(backend, domain, config)
+        pool = RayPool(simulations, address="auto", server=None, token=None)
+        runner = Runner(simulations, pool)
         try:
             holder["pids"] = await pool.worker_pids()
             sims = (await runner.run(on_done)).simulations

@@ -12,8 +12,8 @@ import pytest
 from conversation import reference_prompts as rp
 from conversation.messages import ChatMessage, ToolCall, ToolMessage
 from conversation.reference_texts import reference_texts
+from harness.config import RunConfig
 from harness.prompt_sets import OWN_LLM_ARGS, prompt_set_info, with_llm_defaults
-from harness.runner import RunConfig
 from servers.engine.data import DEMO_DIR
 from servers.engine.tasks import Action
 from tests.conformance import DATA_DIR

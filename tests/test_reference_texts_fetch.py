@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness import data_cli
-from harness.data_cli import data_app
+from harness.cli import data as data_cli
+from harness.cli.data import data_app
 from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
 from servers.engine.errors import DataError
