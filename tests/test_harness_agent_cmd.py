@@ -1,6 +1,6 @@
 """`tau-harness run --agent cmd`: an outside agent program per simulation, through the CLI.
 
-The program is `tests/mcp_agent_program.py` (official `mcp` SDK client, the gold plan); its
+The program is `tests/support/mcp_agent_program.py` (official `mcp` SDK client, the gold plan); its
 graded results must equal the `oracle` agent's on the same tasks.
 """
 
@@ -11,15 +11,15 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from grading.compare import comparable
 from harness.cli import app
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR
 
-pytestmark = needs_data
-PROGRAM = Path(__file__).with_name("mcp_agent_program.py")
+pytestmark = pytest.mark.needs_data
+PROGRAM = Path(__file__).parent / "support" / "mcp_agent_program.py"
 TASKS = "create_task_1,update_task_1,update_task_with_user_tools,update_task_with_initialization_actions"
 
 

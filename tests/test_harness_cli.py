@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 cli = CliRunner()
 
 

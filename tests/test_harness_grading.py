@@ -15,9 +15,9 @@ from harness.orchestrator import Limits, Orchestrator
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
 from servers.engine.tasks import Task
-from tests.harness_support import load, needs_data
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 
 def said(role: str, content: str) -> ChatMessage:

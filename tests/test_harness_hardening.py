@@ -25,11 +25,10 @@ from harness.cli import app
 from harness.results import ResultsFile, atomic_write, journal_path, load_results
 from harness.results_lock import ResultsLocked, lock_path, results_lock
 from harness.resume_check import differences
-from tests.conformance import DATA_DIR, ROOT
-from tests.fake_llm_server import FakeLLMServer
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR, ROOT
+from tests.support.fake_llm_server import FakeLLMServer
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 cli = CliRunner()
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
 GATED = "tests.test_harness_hardening:GatedOracle"

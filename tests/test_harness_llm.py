@@ -3,15 +3,17 @@ server, with the domain served over MCP (mock: the user has tools of its own).""
 
 from __future__ import annotations
 
+import pytest
+
 from conversation.messages import parse_message
 from grading import Grader, Judge
 from harness.config import RunConfig
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import load, mcp_backend, needs_data
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 AGENT, USER, JUDGE = "agent-model", "user-model", "judge-model"
 

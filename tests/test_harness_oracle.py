@@ -9,10 +9,10 @@ import pytest
 from harness.config import RunConfig
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
-from tests.conformance import gold
-from tests.harness_support import domain_available, load, mcp_backend, needs_fixtures
+from tests.support.conformance import gold
+from tests.support.harness import domain_available, load, mcp_backend
 
-pytestmark = needs_fixtures
+pytestmark = pytest.mark.needs_data("conformance")
 
 EXPECTED_TASKS = {"mock": 10, "airline": 50, "retail": 114, "telecom": 114}
 

@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from harness.agents import OracleAgent
 from harness.results import journal_path, load_results
-from tests.conformance import DATA_DIR, ROOT
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR, ROOT
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 
 class SlowOracle(OracleAgent):

@@ -18,12 +18,11 @@ from harness.cli import app
 from harness.config import RunConfig
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
-from tests.conformance import DATA_DIR
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import domain_available, load, mcp_backend
+from tests.support.data import DATA_DIR
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
 
-_missing = domain_available("telecom")
-pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
+pytestmark = pytest.mark.needs_data("telecom")
 
 AGENT, USER = "telecom-agent-model", "telecom-user-model"
 # The user cannot send MMS: the messaging app lacks its storage permission and the line is

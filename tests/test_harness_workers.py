@@ -20,11 +20,11 @@ from harness.cli import app
 from harness.metrics import INFRA
 from harness.results import journal_path, load_results
 from harness.results_lock import lock_path
-from tests.conformance import DATA_DIR, ROOT
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import load, needs_data
+from tests.support.data import DATA_DIR, ROOT
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
 AGENT, USER = "agent-model", "user-model"
 
@@ -233,7 +233,7 @@ def test_provider_limit_holds_over_all_workers(tmp_path):
 
 
 def test_workers_talk_to_a_running_server(tmp_path):
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     with real_server("mock") as url:
@@ -341,7 +341,7 @@ def test_a_missing_key_with_workers_is_one_sentence_and_no_file(tmp_path, monkey
 
 
 def test_an_unreachable_server_with_workers_is_one_sentence_and_no_file(tmp_path):
-    from tests.server_support import free_port
+    from tests.support.server import free_port
 
     save_to = tmp_path / "r.json"
     url = f"http://127.0.0.1:{free_port()}"

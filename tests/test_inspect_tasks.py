@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_llm_server import text
-from tests.harness_support import needs_data
-from tests.server_support import DATA_DIR
+from tests.support.fake_llm_server import text
+from tests.support.server import DATA_DIR
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 inspect_ai = pytest.importorskip(
     "inspect_ai", reason="inspect-ai not installed (the `inspect` extra)"
 )

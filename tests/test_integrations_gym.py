@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import DATA_DIR
-from tests.gym_support import CLOSING, gold_policy
-from tests.harness_support import domain_available, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.gym import CLOSING, gold_policy
+from tests.support.harness import domain_available
 
 gym = pytest.importorskip("gymnasium", reason="gymnasium not installed (pip install -e '.[gym]')")
 
@@ -20,7 +20,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 import harness.integrations.gym  # noqa: E402,F401 - registers the ids on Gymnasium 1.x
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 TASKS = {
     "mock": ["create_task_1", "update_task_with_initialization_data"],
@@ -299,7 +299,7 @@ def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
     sees a fresh DB (the new task is task_2 everywhere) and is graded on its own episode."""
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     with real_server("mock") as base:
         envs = _vector_env(base, 8)
@@ -329,7 +329,7 @@ def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
 def test_close_and_reset_delete_unfinished_episodes():
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     with real_server("mock") as base:
         env = make_agent_env("mock", "create_task_1", server=base)
@@ -350,7 +350,7 @@ def test_close_and_reset_delete_unfinished_episodes():
 def test_llm_user_and_llm_agent_through_litellm(fake):
     """The default partners are models: Agent-v0 against the llm user, User-v0 against the
     llm agent, both answered by the fake model server."""
-    from tests.fake_llm_server import call, text
+    from tests.support.fake_llm_server import call, text
 
     fake.script(
         "user",
@@ -419,7 +419,7 @@ def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
 
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     script = (
         "import gymnasium as gym, harness.integrations.gym\n"

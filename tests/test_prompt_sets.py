@@ -13,9 +13,9 @@ from harness.runner import Runner
 from harness.simulate import SimulationRunner
 from servers.domains.registry import load_domains
 from servers.engine.data import DEMO_DIR
-from tests.conformance import DATA_DIR
-from tests.fake_llm_server import FakeLLMServer, text
-from tests.harness_support import load, mcp_backend, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.fake_llm_server import FakeLLMServer, text
+from tests.support.harness import load, mcp_backend
 
 AGENT, USER = "agent-model", "user-model"
 
@@ -47,7 +47,7 @@ async def test_demo_data_runs_on_our_own_prompts_and_defaults(fake: FakeLLMServe
     assert "# Your scenario" in user_request["messages"][0]["content"]
 
 
-@needs_data
+@pytest.mark.needs_data
 async def test_reference_texts_drive_the_gt_agent_and_given_args_replace_defaults(
     fake: FakeLLMServer,
 ):

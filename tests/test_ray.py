@@ -23,8 +23,7 @@ from harness.metrics import INFRA
 from harness.results import journal_path, load_results
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,7 +158,7 @@ def _by_key(sims: list[dict]) -> dict[tuple[str, int], dict]:
     return keyed
 
 
-@needs_data
+@pytest.mark.needs_data
 @pytest.mark.parametrize("domain_name", ["retail", "telecom"])
 def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
     domain = _load(domain_name)
@@ -181,7 +180,7 @@ def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
         ], key
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_a_killed_worker_costs_only_a_retry(cluster):
     domain = _load("retail")
     config = RunConfig(
@@ -228,7 +227,7 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
     assert all(s["reward_info"]["reward"] == 1.0 for s in sims)
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     save = tmp_path / "ray_run.json"
     cmd = [
@@ -304,14 +303,14 @@ def test_provider_limit_holds_over_all_workers(cluster):
     ray.kill(limiter)
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
     """docs/ray.md: one Ray actor per environment, each with its own episodes."""
     pytest.importorskip("gymnasium", reason="the gym extra is not installed")
     import ray
 
     from conversation.plan import describe, gold_actions
-    from tests.gym_support import CLOSING
+    from tests.support.gym import CLOSING
 
     task = _load("mock").task("create_task_1")
     plan = [describe(a) for a in gold_actions(task)] + [CLOSING]  # agent-side actions only

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_support import needs_data, real_server
+from tests.support.server import real_server
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 NODE_DIR = Path(os.environ.get("TAU_NODE_SDK_DIR", Path.home() / ".cache" / "tau-mcp" / "node-sdk"))
 NODE_SCRIPT = Path(__file__).parent / "node" / "mcp_client.mjs"
 EP_SCRIPT = Path(__file__).parent / "node" / "ep_rollout.py"

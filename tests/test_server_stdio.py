@@ -6,12 +6,13 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from servers.cli import app
-from tests.server_support import DATA_DIR, mcp_initialize, needs_data
+from tests.support.server import DATA_DIR, mcp_initialize
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 
 def _exchange(proc: subprocess.Popen, message: dict) -> dict | None:

@@ -7,12 +7,13 @@ import subprocess
 import sys
 
 import anyio
+import pytest
 
 from servers.stdio_drain import InFlight
-from tests.server_support import DATA_DIR, needs_data
+from tests.support.server import DATA_DIR
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_requests_in_flight_at_end_of_input_are_answered() -> None:
     calls = 60
     messages = [

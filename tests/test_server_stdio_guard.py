@@ -9,9 +9,11 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from servers.stdio_guard import check_line
-from tests.conformance import DATA_DIR
-from tests.server_support import mcp_initialize, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.server import mcp_initialize
 
 INIT = mcp_initialize("probe")
 BAD_LINES = [
@@ -36,7 +38,7 @@ def test_check_line_rules() -> None:
     assert check_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})) is None
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
     proc = subprocess.Popen(
         [
