@@ -11,8 +11,6 @@ import sys
 import time
 from importlib.metadata import version
 
-import pytest
-
 from tests.support.data import DEMO_DIR
 from tests.support.server import real_server, serving
 

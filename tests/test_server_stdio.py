@@ -6,13 +6,11 @@ import json
 import subprocess
 import sys
 
-import pytest
 from typer.testing import CliRunner
 
 from servers.cli import app
-from tests.support.server import DATA_DIR, mcp_initialize
-
-pytestmark = pytest.mark.needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import mcp_initialize
 
 
 def _exchange(proc: subprocess.Popen, message: dict) -> dict | None:
@@ -35,9 +33,9 @@ def test_raw_json_rpc_over_stdio() -> None:
         "--side",
         "user",
         "--task-id",
-        "update_task_with_user_tools",
+        "demo_notice",
         "--data-dir",
-        str(DATA_DIR),
+        str(DEMO_DIR),
     ]
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -92,7 +90,7 @@ def test_stdio_bad_domain_is_one_sentence() -> None:
             "--domain",
             "nope",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         capture_output=True,
         text=True,
@@ -146,14 +144,14 @@ def test_config_claude_snippets() -> None:
             "--side",
             "user",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
             "--json-only",
         ],
     )
     entry = json.loads(local.stdout)["mcpServers"]["tau2-telecom-user"]
     assert (
         entry["args"][:5] == ["stdio", "--domain", "telecom", "--side", "user"]
-        and str(DATA_DIR.resolve()) in entry["args"]
+        and str(DEMO_DIR.resolve()) in entry["args"]
     )
 
 
@@ -163,7 +161,6 @@ def test_serve_with_corrupt_data_fails_in_one_sentence(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from servers.cli import app as cli_app
-    from servers.engine.data import DEMO_DIR
 
     folder = tmp_path / "data"
     shutil.copytree(DEMO_DIR, folder)

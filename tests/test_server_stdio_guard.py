@@ -9,10 +9,8 @@ import subprocess
 import sys
 import threading
 
-import pytest
-
 from servers.stdio_guard import check_line
-from tests.support.data import DATA_DIR
+from tests.support.data import DEMO_DIR
 from tests.support.server import mcp_initialize
 
 INIT = mcp_initialize("probe")
@@ -38,7 +36,6 @@ def test_check_line_rules() -> None:
     assert check_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})) is None
 
 
-@pytest.mark.needs_data
 def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
     proc = subprocess.Popen(
         [
@@ -49,7 +46,7 @@ def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
             "--domain",
             "mock",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
