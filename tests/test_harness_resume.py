@@ -11,13 +11,9 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from harness.agents import OracleAgent
 from harness.results import journal_path, load_results
-from tests.support.data import DATA_DIR, ROOT
-
-pytestmark = pytest.mark.needs_data
+from tests.support.data import DEMO_DIR, ROOT
 
 
 class SlowOracle(OracleAgent):
@@ -48,8 +44,10 @@ def _harness(save_to, agent: str) -> subprocess.Popen:
         "none",
         "--save-to",
         str(save_to),
+        "--num-trials",
+        "2",
         "--data-dir",
-        str(DATA_DIR),
+        str(DEMO_DIR),
     ]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.Popen(
@@ -88,7 +86,7 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
     assert rerun.returncode == 0, err.decode()[-2000:]
     final = json.loads(save_to.read_text())["simulations"]
     assert not journal_path(save_to).exists()  # a finished run folds the journal in
-    assert len(final) == 10 and len({s["task_id"] for s in final}) == 10
+    assert len(final) == 10 and len({(s["task_id"], s["trial"]) for s in final}) == 10
     by_id = {s["id"]: s for s in final}
     for sim_id, sim in kept.items():
         assert by_id[sim_id] == sim  # finished simulations are kept as they were
