@@ -23,7 +23,7 @@ from harness.metrics import INFRA
 from harness.results import journal_path, load_results
 from harness.runner import Runner
 from harness.simulate import SimulationRunner
-from tests.support.data import DATA_DIR
+from tests.support.data import DATA_DIR, DEMO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,6 +64,8 @@ def test_ray_flag_without_ray_is_one_sentence(monkeypatch, tmp_path):
             "scripted",
             "--ray",
             "local",
+            "--data-dir",
+            str(DEMO_DIR),
             "--save-to",
             str(tmp_path / "r.json"),
         ],
