@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from tests.support.fake_llm_server import call, text
 from tests.support.server import DATA_DIR, free_port
 
-pytestmark = pytest.mark.needs_data
+pytestmark = [pytest.mark.needs_data, pytest.mark.e2e]
 
 BENCHMARK = Path(__file__).parent / "ep" / "ep_stock_benchmark.py"
 AGENT, USER = "fake-ep-agent", "fake-ep-user"

@@ -110,6 +110,7 @@ def _cli_run(save_to: Path, *extra: str):
 # --- 11: one writer per results file ------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_second_run_on_the_same_file_is_refused_and_the_first_loses_nothing(tmp_path):
     save_to = tmp_path / "r.json"
     three = "demo_create,demo_complete,demo_notice"
@@ -331,6 +332,7 @@ def _limit_file_size(limit: int):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data  # the size limit below is set for the reference mock's results
 def test_a_full_disk_is_one_sentence_and_keeps_what_finished(tmp_path):
     save_to = tmp_path / "r.json"
@@ -420,6 +422,7 @@ def test_view_on_a_list_of_simulations_works(tmp_path):
     assert result.exit_code == 0 and "demo_create" in result.output
 
 
+@pytest.mark.e2e
 def test_ctrl_c_says_how_many_are_saved_and_how_to_resume(tmp_path):
     save_to = tmp_path / "r.json"
     proc = _start(save_to)

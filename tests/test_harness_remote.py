@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from tests.support.server import DATA_DIR, real_server
 
-pytestmark = pytest.mark.needs_data("airline")
+pytestmark = [pytest.mark.needs_data("airline"), pytest.mark.e2e]
 
 
 def _run(*args: str):

@@ -11,9 +11,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from harness.agents import OracleAgent
 from harness.results import journal_path, load_results
 from tests.support.data import DEMO_DIR, ROOT
+
+pytestmark = pytest.mark.e2e
 
 
 class SlowOracle(OracleAgent):

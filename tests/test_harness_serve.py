@@ -321,6 +321,7 @@ async def test_unknown_tools_fail_like_the_episode_endpoint_and_limits_end_the_r
     assert failed[0]["content"] == "Error: Tool 'no_such_tool' not found."
 
 
+@pytest.mark.e2e
 def test_the_serve_command_end_to_end(tmp_path):
     """`tau-harness serve` as a process: token, a simulation ended by hand, saved on Ctrl-C."""
     import os
@@ -368,6 +369,7 @@ def test_the_serve_command_end_to_end(tmp_path):
     assert [s["id"] for s in saved["simulations"]] == [created["simulation_id"]]
 
 
+@pytest.mark.e2e
 async def test_episodes_on_a_running_tau_server():
     """`--server URL`: the episodes live on a separate `tau-server` process."""
     from harness.backends.http import remote_backend

@@ -63,6 +63,7 @@ def test_mock_model_as_agent_llm_user_reward_in_log(fake, tmp_path: Path) -> Non
     assert log.results.scores[0].metrics["mean"].value == 0.5
 
 
+@pytest.mark.e2e
 def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
     """`inspect eval harness/tau_mcp_mock --model mockllm/model`: what a user types."""
     inspect = Path(sys.executable).with_name("inspect")

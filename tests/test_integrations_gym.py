@@ -119,6 +119,7 @@ def test_the_entry_point_registers_both_ids_as_plugin_loading_gymnasium_does():
         registry.update(saved)
 
 
+@pytest.mark.e2e
 def test_make_works_after_import_gymnasium_alone():
     """As users write it: a fresh interpreter, `import gymnasium`, `make` (the extra installs a
     Gymnasium that loads the entry point on import); the module-prefixed id works too."""
@@ -296,6 +297,7 @@ def _vector_env(base: str, count: int):
     return gym.vector.AsyncVectorEnv([make] * count, shared_memory=False)
 
 
+@pytest.mark.e2e
 def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
     """Eight envs on one tau-server: even ones create the task, odd ones only look; each
     sees a fresh DB (the new task is task_4 everywhere) and is graded on its own episode."""
@@ -328,6 +330,7 @@ def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
             envs.close()
 
 
+@pytest.mark.e2e
 def test_close_and_reset_delete_unfinished_episodes():
     import httpx
 
@@ -414,6 +417,7 @@ def test_solo_mode_works_the_ticket_with_both_sides_tools():
         env.close()
 
 
+@pytest.mark.e2e
 def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
     import os
     import subprocess

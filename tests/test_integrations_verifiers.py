@@ -20,7 +20,7 @@ from tests.support.data import DATA_DIR
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import domain_available
 
-pytestmark = pytest.mark.needs_data
+pytestmark = [pytest.mark.needs_data, pytest.mark.e2e]
 MODULE = "harness.integrations.verifiers_env"
 
 

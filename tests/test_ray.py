@@ -160,6 +160,7 @@ def _by_key(sims: list[dict]) -> dict[tuple[str, int], dict]:
     return keyed
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data
 @pytest.mark.parametrize("domain_name", ["retail", "telecom"])
 def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
@@ -182,6 +183,7 @@ def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
         ], key
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data
 def test_a_killed_worker_costs_only_a_retry(cluster):
     domain = _load("retail")
@@ -229,6 +231,7 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
     assert all(s["reward_info"]["reward"] == 1.0 for s in sims)
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data
 def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     save = tmp_path / "ray_run.json"
@@ -280,6 +283,7 @@ def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     assert kept <= {s["id"] for s in final}, "finished simulations were re-run or lost"
 
 
+@pytest.mark.e2e
 def test_provider_limit_holds_over_all_workers(cluster):
     import ray
 
@@ -305,6 +309,7 @@ def test_provider_limit_holds_over_all_workers(cluster):
     ray.kill(limiter)
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data
 def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
     """docs/ray.md: one Ray actor per environment, each with its own episodes."""

@@ -329,6 +329,7 @@ def _reference_python() -> str | None:
     return python if probe.returncode == 0 else None
 
 
+@pytest.mark.e2e
 @pytest.mark.needs_data("manifest", "reference_texts")
 @pytest.mark.skipif(
     _reference_python() is None,

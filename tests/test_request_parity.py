@@ -25,7 +25,7 @@ CHECKER = REQUESTS / "tools" / "request_parity.py"
 SUMMARY = re.compile(r"request parity: (\d+)/(\d+) runs identical, (\d+)/(\d+) requests identical")
 WORKERS = 2
 
-pytestmark = pytest.mark.needs_data("conformance", "reference_texts")
+pytestmark = [pytest.mark.needs_data("conformance", "reference_texts"), pytest.mark.e2e]
 
 
 def _run_ids() -> list[str]:

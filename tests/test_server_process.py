@@ -11,8 +11,12 @@ import sys
 import time
 from importlib.metadata import version
 
+import pytest
+
 from tests.support.data import DEMO_DIR
 from tests.support.server import real_server, serving
+
+pytestmark = pytest.mark.e2e
 
 SERVE = [sys.executable, "-c", "from servers.cli import app; app()"]
 

@@ -6,11 +6,14 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from servers.cli import app
 from tests.support.data import DEMO_DIR
 from tests.support.server import mcp_initialize
+
+pytestmark = pytest.mark.e2e
 
 
 def _exchange(proc: subprocess.Popen, message: dict) -> dict | None:

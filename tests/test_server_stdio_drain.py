@@ -7,9 +7,12 @@ import subprocess
 import sys
 
 import anyio
+import pytest
 
 from servers.stdio_drain import InFlight
 from tests.support.data import DEMO_DIR
+
+pytestmark = pytest.mark.e2e
 
 
 def test_requests_in_flight_at_end_of_input_are_answered() -> None:

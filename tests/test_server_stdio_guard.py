@@ -9,9 +9,13 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from servers.stdio_guard import check_line
 from tests.support.data import DEMO_DIR
 from tests.support.server import mcp_initialize
+
+pytestmark = pytest.mark.e2e
 
 INIT = mcp_initialize("probe")
 BAD_LINES = [
