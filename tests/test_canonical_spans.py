@@ -1,5 +1,5 @@
 """Hashes from the span-indexed base text equal the sha256 of the full canonical text, assembled
-record by record (tests/canonical_reference.py), whatever an episode did to its state."""
+record by record (tests/support/canonical_reference.py), whatever an episode did to its state."""
 
 from __future__ import annotations
 
