@@ -41,7 +41,7 @@ def _folder(variable: str, default: Path) -> Path:
 DATA_DIR = _folder("TAU2_DATA_DIR", _shared("tau2-data"))
 CONFORMANCE_DIR = _folder("TAU_CONFORMANCE_DIR", _shared("conformance"))
 TEXTS_DIR = DATA_DIR / "tau2" / "reference_texts"
-DOMAINS = ("mock", "airline", "retail", "telecom")
+KINDS = ("conformance", "reference_texts", "manifest")
 
 
 def missing(*what: str) -> str | None:
@@ -49,7 +49,7 @@ def missing(*what: str) -> str | None:
     if not (DATA_DIR / "tau2" / "domains").is_dir():
         return f"reference data not found at {DATA_DIR} (set TAU2_DATA_DIR)"
     for need in what:
-        if need in DOMAINS:
+        if need not in KINDS:  # a domain's name
             if importlib.util.find_spec(f"servers.domains.{need}") is None:
                 return f"the {need} engine package (servers/domains/{need}) is not there yet"
             if not (DATA_DIR / "tau2" / "domains" / need).is_dir():
@@ -62,9 +62,6 @@ def missing(*what: str) -> str | None:
         elif need == "reference_texts":
             if not TEXTS_DIR.is_dir():
                 return f"no reference texts under {TEXTS_DIR}"
-        elif need == "manifest":
-            if not (DATA_DIR / "MANIFEST.json").is_file():
-                return f"no MANIFEST.json in {DATA_DIR} (not the pinned reference data)"
-        else:
-            raise ValueError(f"needs_data: unknown requirement {need!r}")
+        elif not (DATA_DIR / "MANIFEST.json").is_file():  # "manifest"
+            return f"no MANIFEST.json in {DATA_DIR} (not the pinned reference data)"
     return None
