@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from conversation.errors import InfrastructureError
+
 Side = Literal["agent", "user"]
 #: Where a tool result's `_meta` carries what the call's own model calls cost (dollars), e.g. a
 #: retrieval tool's embeddings or reranker; absent when they cost nothing.
 COST_META = "tau-mcp/cost"
 
-
-class InfrastructureError(RuntimeError):
-    """The server or a model provider failed; the simulation is retried, never scored."""
+__all__ = ["InfrastructureError", "Side", "ToolInfo", "ToolResult", "ToolSession"]
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,10 @@ import json
 
 import pytest
 
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
-from tests.server_support import mcp_initialize, serving
+from tests.support.data import CONFORMANCE_DIR
+from tests.support.server import mcp_initialize, serving
 
-TEXTS = DATA_DIR / "tau2" / "reference_texts" / "banking_knowledge.json"
-pytestmark = pytest.mark.skipif(
-    not TEXTS.is_file(), reason=f"banking_knowledge reference texts not found ({TEXTS})"
-)
+pytestmark = pytest.mark.needs_data("banking_knowledge", "reference_texts")
 EPISODES = "/banking_knowledge/episodes"
 
 
@@ -61,6 +58,7 @@ async def test_configs_that_cannot_run_and_bad_options_are_400_in_one_sentence()
         assert reply.status_code == 400 and "cannot run here" in reply.json()["error"]
 
 
+@pytest.mark.needs_data("conformance")
 async def test_an_episode_serves_its_configs_tools_over_mcp() -> None:
     cases = json.loads((CONFORMANCE_DIR / "retrieval" / "queries.json").read_text())
     reference = json.loads((CONFORMANCE_DIR / "retrieval" / "reference.json").read_text())

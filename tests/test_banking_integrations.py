@@ -11,15 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.conformance import DATA_DIR
-from tests.harness_support import domain_available
+from tests.support.data import DATA_DIR
 
 TEXTS = DATA_DIR / "tau2" / "reference_texts" / "banking_knowledge.json"
-TOOLS = DATA_DIR / "tau2" / "reference_texts" / "tools" / "banking_knowledge.json"
-pytestmark = pytest.mark.skipif(
-    domain_available("banking_knowledge") is not None or not TEXTS.is_file(),
-    reason=f"banking_knowledge data or reference texts not found under {DATA_DIR}",
-)
+TOOLS = TEXTS.parent / "tools" / "banking_knowledge.json"
+pytestmark = pytest.mark.needs_data("banking_knowledge", "reference_texts")
 cli = CliRunner()
 
 
@@ -142,7 +138,7 @@ def test_gymnasium_env_takes_the_config() -> None:
 
 def test_eval_protocol_rows_name_the_config_and_carry_its_policy() -> None:
     from harness.integrations.ep_rows import ep_rows
-    from tests.harness_support import load
+    from tests.support.harness import load
 
     domain = load("banking_knowledge")
     rows = ep_rows(domain, task_ids=["task_001"], retrieval_config="golden_retrieval")

@@ -15,17 +15,14 @@ import pytest
 from harness.runner import Runner
 from servers.engine.episode import EpisodeStore
 from servers.knowledge.sandbox import sandbox_problem
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import domain_available, load, mcp_backend
-from tests.knowledge_support import banking_documents
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
+from tests.support.knowledge import banking_documents
 
 AGENT, USER = "agent-model", "user-model"
 TASK = "task_001"
 
-pytestmark = pytest.mark.skipif(
-    domain_available("banking_knowledge") is not None,
-    reason=str(domain_available("banking_knowledge")),
-)
+pytestmark = pytest.mark.needs_data("banking_knowledge", "reference_texts")
 
 
 @pytest.fixture
@@ -37,6 +34,7 @@ def network(fake: FakeLLMServer, monkeypatch, tmp_path):
     return fake
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(sandbox_problem() is not None, reason=f"no shell sandbox: {sandbox_problem()}")
 async def test_an_alltools_run_searches_embeds_and_runs_the_shell(network: FakeLLMServer):
     fake = network
@@ -142,12 +140,13 @@ def test_network_configs_name_what_they_lack(monkeypatch):
     assert qwen.config.searches["KB_search"].query_prefix == "Q: "
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(sandbox_problem() is not None, reason=f"no shell sandbox: {sandbox_problem()}")
 async def test_a_slow_shell_command_does_not_hold_up_other_episodes():
     """The shell runs off the server's event loop: a quick call on another episode, made while
     a command sleeps, is answered first (the in-process server shares this test's loop, so a
     blocked loop would answer in the other order)."""
-    from tests.server_support import serving
+    from tests.support.server import serving
 
     episodes = "/banking_knowledge/episodes"
     async with serving(["banking_knowledge"]) as srv, srv.http() as http:

@@ -26,18 +26,15 @@ from servers.engine.variants import VariantError
 from servers.knowledge import registry
 from servers.knowledge.documents import load_knowledge_base
 from servers.knowledge.sandbox import sandbox_problem
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
-from tests.knowledge_support import shell_case_differs
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR
+from tests.support.knowledge import shell_case_differs
 
 RETRIEVAL = CONFORMANCE_DIR / "retrieval"
 DOMAIN_DIR = DATA_DIR / "tau2" / "domains" / "banking_knowledge"
 TEXTS = DATA_DIR / "tau2" / "reference_texts" / "banking_knowledge.json"
 OFFLINE = ["no_knowledge", "full_kb", "golden_retrieval", "bm25_grep", "bm25", "grep_only"]
 
-pytestmark = pytest.mark.skipif(
-    not (RETRIEVAL / "reference.json").is_file() or not TEXTS.is_file(),
-    reason=f"retrieval fixtures or banking_knowledge reference texts not found ({RETRIEVAL}, {TEXTS})",
-)
+pytestmark = pytest.mark.needs_data("banking_knowledge", "reference_texts", "conformance")
 
 TIMING = re.compile(r"\[Timing: retrieval=\d+ms(, reranking=\d+ms)?, total=\d+ms\]")
 

@@ -16,18 +16,13 @@ from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore
 from servers.engine.tool_listing import listing_for, reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind, Toolkit, tool
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 FOLDER = conf.DATA_DIR / "tau2" / "domains" / "banking_knowledge"
 TEXTS = conf.DATA_DIR / "tau2" / "reference_texts" / "banking_knowledge.json"
 
-pytestmark = pytest.mark.skipif(
-    not (FOLDER / "db.json").is_file(),
-    reason=f"banking_knowledge reference data not found in {FOLDER} (set TAU2_DATA_DIR)",
-)
-needs_texts = pytest.mark.skipif(
-    not TEXTS.is_file(), reason=f"reference texts not found at {TEXTS}"
-)
+pytestmark = pytest.mark.needs_data("banking_knowledge")
+needs_texts = pytest.mark.needs_data("reference_texts")
 
 # task_085's gold reads get_all_user_accounts_by_user_id_3847 through the discoverable-tool
 # wrapper (so that read is on its read-log allowlist); task_001's gold calls no such tool.

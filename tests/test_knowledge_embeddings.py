@@ -24,8 +24,8 @@ from servers.knowledge.embeddings import (
     QueryMemo,
     reference_embedder,
 )
-from tests.fake_llm_server import FakeLLMServer, fake_embedding
-from tests.knowledge_support import (
+from tests.support.fake_llm_server import FakeLLMServer, fake_embedding
+from tests.support.knowledge import (
     banking_documents,
     embedding_requests,
     needs_documents,
@@ -149,12 +149,13 @@ def test_concurrent_cold_starts_send_one_request(tmp_path):
             np.testing.assert_array_equal(index.build(), indexes[0].build())
 
 
+@pytest.mark.e2e
 @needs_documents
 def test_worker_processes_share_the_cache(tmp_path):
     script = (
         "import sys\n"
         "from servers.knowledge.embeddings import reference_embedder\n"
-        "from tests.knowledge_support import banking_documents\n"
+        "from tests.support.knowledge import banking_documents\n"
         "from tests.test_knowledge_embeddings import _index\n"
         "from pathlib import Path\n"
         "e = reference_embedder('openai', 'text-embedding-3-large', api_base=sys.argv[1], api_key='k')\n"

@@ -9,8 +9,8 @@ import pytest
 
 from servers.engine import call_context
 from servers.knowledge.rerank import PointwiseReranker, parse_rating
-from tests.fake_llm_server import FakeLLMServer, text
-from tests.knowledge_support import (
+from tests.support.fake_llm_server import FakeLLMServer, text
+from tests.support.knowledge import (
     banking_documents,
     embedding_requests,
     needs_documents,

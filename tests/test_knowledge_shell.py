@@ -18,7 +18,7 @@ from servers.knowledge import kb_files, sandbox
 from servers.knowledge.kb_files import FOLDERS, ProcessFolders, file_stem
 from servers.knowledge.sandbox import Limits, Sandbox, sandbox_problem
 from servers.knowledge.shell import ShellWorkspace, blocked_pattern, scrub_listing, tool_text
-from tests.knowledge_support import (
+from tests.support.knowledge import (
     Doc,
     banking_documents,
     needs_documents,
@@ -223,6 +223,7 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 @needs_documents
 @needs_sandbox
 @pytest.mark.parametrize("writable", [False, True], ids=["read-only", "writable"])
@@ -319,6 +320,7 @@ def test_workspace_past_its_limit_is_restored(kb_folder):
     workspace.close()
 
 
+@pytest.mark.e2e
 @needs_documents
 @needs_sandbox
 def test_nothing_is_left_behind():
@@ -338,7 +340,7 @@ def test_nothing_is_left_behind():
         "import os, signal, sys\n"
         "from servers.knowledge.kb_files import FOLDERS\n"
         "from servers.knowledge.shell import ShellWorkspace\n"
-        "from tests.knowledge_support import banking_documents\n"
+        "from tests.support.knowledge import banking_documents\n"
         "folder = FOLDERS.shared(banking_documents()[:20], 'md')\n"
         "w = ShellWorkspace(folder, writable=True)\n"
         "assert w.run('echo x > notes.md && ls | wc -l') == '22\\n'\n"

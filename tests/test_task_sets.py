@@ -9,15 +9,12 @@ import pytest
 
 from servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
 from servers.engine.errors import UnknownTaskSet
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 TELECOM = conf.DATA_DIR / "tau2" / "domains" / "telecom"
 WORKFLOW_TEXTS = conf.DATA_DIR / "tau2" / "reference_texts" / "telecom-workflow.json"
 
-pytestmark = pytest.mark.skipif(
-    not (TELECOM / "tasks_small.json").is_file(),
-    reason=f"telecom reference data not found in {TELECOM} (set TAU2_DATA_DIR)",
-)
+pytestmark = pytest.mark.needs_data("telecom")
 
 
 def _split(name: str) -> list[str]:

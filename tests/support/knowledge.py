@@ -10,19 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR
 
 DOCUMENTS_DIR = DATA_DIR / "tau2" / "domains" / "banking_knowledge" / "documents"
 RETRIEVAL_DIR = CONFORMANCE_DIR / "retrieval"
 
-needs_documents = pytest.mark.skipif(
-    not DOCUMENTS_DIR.is_dir(),
-    reason=f"banking_knowledge documents not found in {DOCUMENTS_DIR} (set TAU2_DATA_DIR)",
-)
-needs_retrieval_fixtures = pytest.mark.skipif(
-    not (RETRIEVAL_DIR / "reference.json").is_file(),
-    reason=f"retrieval fixtures not found in {RETRIEVAL_DIR}",
-)
+needs_documents = pytest.mark.needs_data("banking_knowledge")
+needs_retrieval_fixtures = pytest.mark.needs_data("banking_knowledge", "conformance")
 
 
 @dataclass(frozen=True)
