@@ -15,6 +15,8 @@ from typing import Any
 
 from conversation.messages import Message
 from conversation.reference_texts import reference_texts
+from grading import diagnosis
+from grading.db_diff import diff_states
 from harness.backends import EpisodeBackend, EpisodeRef
 from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
 from harness.grading.judge import Judge
@@ -101,6 +103,38 @@ class Grader:
 
     # --- grading ----------------------------------------------------------------------------
     async def grade(
+        self, task: Task, messages: list[Message], termination: str, final: EpisodeRef
+    ) -> dict[str, Any]:
+        """The reward_info; a failed simulation's carries its diagnosis in `info.diagnosis`."""
+        reward_info = await self._score(task, messages, termination, final)
+        if not diagnosis.passed(reward_info["reward"]):
+            reward_info["info"]["diagnosis"] = diagnosis.diagnose(
+                task,
+                messages,
+                termination,
+                reward_info,
+                self.tool_kinds,
+                await self._db_diff(task, reward_info, final),
+            )
+        return reward_info
+
+    async def _db_diff(
+        self, task: Task, reward_info: dict[str, Any], final: EpisodeRef
+    ) -> tuple[list[dict[str, Any]], int] | None:
+        """Where the final state differs from the gold one, only when the DB check failed (the
+        hashes said so; the snapshots say where)."""
+        check = reward_info.get("db_check") or {}
+        if check.get("db_match") is not False:
+            return None
+        got = await self.backend.state(final)
+        gold = gold_episode(self.domain, task)
+        view = self.domain.spec.hash_view
+        expected = gold.snapshot()
+        if view is not None:  # compare what the hash compares (telecom renames new bills)
+            got, expected = view(gold, got), view(gold, expected)
+        return diff_states(got, expected)
+
+    async def _score(
         self, task: Task, messages: list[Message], termination: str, final: EpisodeRef
     ) -> dict[str, Any]:
         if termination not in GRADED_ENDINGS:
@@ -212,7 +246,12 @@ class Grader:
 
 
 def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
-    """The gold DB hashes as the reference's grader computes them: the task's initial state,
+    """The gold DB hashes as the reference's grader computes them (see `gold_episode`)."""
+    return gold_episode(domain, task).hashes()
+
+
+def gold_episode(domain: Domain, task: Task) -> Episode:
+    """The gold state as the reference's grader builds it: the task's initial state,
     then each gold action applied straight to its side's tools. A failing action is skipped
     with whatever it changed kept, and no domain sync runs after the actions (the reference
     syncs only while setting up the initial state), so in telecom the phone's surroundings are
@@ -227,7 +266,7 @@ def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
             getattr(toolkit, action.name)(**(action.arguments or {}))
         except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
             continue
-    return episode.hashes()
+    return episode
 
 
 class _EnvComponent(Component):

@@ -1,0 +1,1 @@
+"""Scoring a finished simulation and explaining its failures."""
