@@ -66,6 +66,11 @@ from harness.serve.cli import serve as _serve  # noqa: E402 - outside agents (ha
 
 app.command("serve")(_serve)
 
+from harness.review_cli import REVIEW_LLM_HELP  # noqa: E402
+from harness.review_cli import review as _review  # noqa: E402 - LLM review (harness/review.py)
+
+app.command("review")(_review)
+
 NO_JUDGE = {"none", "off", "no", ""}
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
@@ -244,6 +249,13 @@ def run(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
+    auto_review: bool = typer.Option(
+        False, "--auto-review", help="Review each simulation with an LLM as it finishes."
+    ),
+    review_mode: str = typer.Option(
+        "full", "--review-mode", help="With --auto-review: full or user."
+    ),
+    review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if ctx.args:
@@ -275,6 +287,7 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=_judge(judge_llm, judge_llm_args),
         save_to=save_to,
+        review=_review_settings(auto_review, review_mode, review_llm),
     )
     try:
         limits = parse_provider_limits(provider_limit)
@@ -309,6 +322,19 @@ def run(
         _fail(failure)
 
 
+def _review_settings(auto: bool, mode: str, model: str | None):
+    from harness.review import ReviewSettings, check_mode
+
+    if not auto:
+        if model is not None or mode != "full":
+            _fail("--review-mode and --review-llm go with --auto-review")
+        return None
+    try:
+        return ReviewSettings(check_mode(mode), model)
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
 def _default_results_path(domain: str, agent: str, user: str) -> Path:
     """results/<time>_<domain>_<agent>_<user>.json, safe as a file name."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -336,7 +362,7 @@ async def _run(
         # agent or user calls a model, every simulation starts with a model request: the check
         # waits for the first one, so start-up does not import litellm. Otherwise (only the
         # judge, late in a simulation; or Ray workers calling the models) it runs now.
-        uses = models_called(runner.config, tasks, runner.grader.judge)
+        uses = models_called(runner.config, tasks, runner.grader.judge, runner.reviewer)
         check_now = ray_address is not None or not any(u.role in TURN_ROLES for u in uses)
         if check_now:
             check_models(uses)
@@ -403,7 +429,7 @@ def _run_with_workers(
         )
     # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
     # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(models_called(runner.config, tasks, runner.grader.judge))
+    check_models(models_called(runner.config, tasks, runner.grader.judge, runner.reviewer))
     preload(domain)
     pool = ProcessPool(runner, count, server=server, token=token, provider_limits=provider_limits)
     try:

@@ -37,6 +37,7 @@ from harness.prompt_sets import (
 from harness.results import ResultsFile, load_results
 from harness.results_lock import results_lock
 from harness.resume_check import check_no_orphan_journal, check_resumable
+from harness.review import Reviewer, ReviewSettings
 from harness.task_group import gather_or_cancel
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
@@ -80,6 +81,8 @@ class RunConfig:
     retry_delay: float = 1.0
     judge: Judge | None = None
     save_to: Path | None = None
+    #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
+    review: ReviewSettings | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
@@ -146,6 +149,7 @@ class Runner:
         if config.user == "llm" and not config.user_llm:
             raise ConfigError("the llm user needs a model: pass --user-llm")
         self.grader = Grader(backend, domain, config.judge)
+        self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
         if self.texts is not None:
@@ -183,6 +187,11 @@ class Runner:
             "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
             "prompt_set": prompt_set_info(self.texts),
+            **(
+                {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
+                if self.reviewer
+                else {}
+            ),
         }
 
     def user_guidelines(self) -> str | None:
@@ -260,7 +269,10 @@ class Runner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
-        return self._record(task, trial, seed, conversation, reward_info, ref)
+        sim = self._record(task, trial, seed, conversation, reward_info, ref)
+        if self.reviewer is not None:  # after grading, before saving, as the reference does
+            await self.reviewer.attach(task, sim, self.policy)
+        return sim
 
     async def _orchestrator(
         self, task: Task, seed: int, ref: EpisodeRef, sessions: list
