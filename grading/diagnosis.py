@@ -62,6 +62,7 @@ class Call:
     kind: str | None  # the tool's kind (read, write, ...) when known
     error: bool
     result: str | None
+    given: bool = False  # part of the task's own message history, not of this simulation
 
     def brief(self) -> dict[str, Any]:
         return {
@@ -77,8 +78,9 @@ def _side(requestor: str | None) -> str:
     return "user" if requestor == "user" else "agent"
 
 
-def calls_of(messages: list[Message], tool_kinds: dict[str, str]) -> list[Call]:
-    """Every tool call of the trajectory with its turn and its result (matched by call id)."""
+def calls_of(messages: list[Message], tool_kinds: dict[str, str], history: int = 0) -> list[Call]:
+    """Every tool call of the trajectory with its turn and its result (matched by call id);
+    calls among the first `history` messages (the task's own history) are marked `given`."""
     results: dict[str, ToolMessage] = {}
     for message in messages:
         if isinstance(message, ToolMessage) and message.id not in results:
@@ -99,6 +101,7 @@ def calls_of(messages: list[Message], tool_kinds: dict[str, str]) -> list[Call]:
                     tool_kinds.get(call.name),
                     bool(result.error) if result is not None else False,
                     result.content if result is not None else None,
+                    index < history,
                 )
             )
     return calls
@@ -259,6 +262,11 @@ def left_gold_plan(gold: list[Action], calls: list[Call], messages: list[Message
     for call in calls:
         if call.kind != "write" and call.name not in gold_names:
             continue
+        if call.given:  # the task's history: done before the simulation began
+            hit = next((a for a in open_actions if a.matches(call.name, call.arguments)), None)
+            if hit is not None:
+                open_actions.remove(hit)
+            continue
         hit = next((a for a in open_actions if a.matches(call.name, call.arguments)), None)
         if hit is not None:
             open_actions.remove(hit)
@@ -298,9 +306,14 @@ def diagnose(
     info = reward_info or {}
     criteria = task.evaluation_criteria if task is not None else None
     gold = list((criteria.actions if criteria else None) or [])
-    calls = calls_of(messages, tool_kinds)
-    matched, used = _match(gold, calls)
-    unexpected = [c for i, c in enumerate(calls) if c.kind == "write" and i not in used]
+    state = task.initial_state if task is not None else None
+    history = len((state.message_history if state else None) or [])
+    every = calls_of(messages, tool_kinds, history)
+    matched, used = _match(gold, every)  # the grader's rule: the history's calls count too
+    calls = [c for c in every if not c.given]
+    unexpected = [
+        c for i, c in enumerate(every) if c.kind == "write" and i not in used and not c.given
+    ]
     missing = []
     for action, hit in zip(gold, matched, strict=True):
         if hit:
@@ -336,7 +349,7 @@ def diagnose(
             if not c.get("met")
         ],
         "tool_errors": tool_errors(calls),
-        "left_gold_plan": left_gold_plan(gold, calls, messages),
+        "left_gold_plan": left_gold_plan(gold, every, messages),
     }
     category, side, summary = _categorize(out, missing, unexpected, messages, failed)
     out.update(category=category, side=side, summary=summary)

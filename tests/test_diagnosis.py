@@ -429,3 +429,22 @@ def test_evaluate_diagnoses_what_it_regrades(mock, tmp_path, monkeypatch):
     d = graded["reward_info"]["info"]["diagnosis"]
     assert d["category"] == "wrong_arguments"
     assert d["db_diff"][0]["field"] == "status"
+
+
+async def test_calls_of_the_tasks_own_history_are_not_held_against_the_agent(mock):
+    from harness.orchestrator import history_messages
+
+    domain, backend = mock
+    task = domain.task("update_task_with_message_history")  # the history creates task_2
+    ref = await backend.create_episode("mock", task.id)
+    script = Script(backend, ref)
+    script.messages = history_messages(task)
+    script.say("user", "Now please mark it completed.")
+    script.say("assistant", "It is completed.")
+    script.say("user", "Thanks ###STOP###")
+    info = await Grader(backend, domain).grade(task, script.numbered(), "user_stop", ref)
+    d = info["info"]["diagnosis"]
+    assert d["unexpected_writes"] == [] and d["tool_errors"]["agent"]["count"] == 0
+    assert d["category"] == "missing_action"
+    assert [m["action"]["name"] for m in d["missing_actions"]] == ["update_task_status"]
+    assert d["left_gold_plan"]["reason"] == "the conversation ended before update_task_status"

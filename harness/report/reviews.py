@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from grading.review import review_cost
+
 AUTH_STATUSES = ("succeeded", "failed", "not_needed")
 
 
@@ -68,3 +70,9 @@ def review_counts(sims: list[dict[str, Any]]) -> dict[str, Any]:
             counts["user_only_with_errors"] += bool(user_only.get("has_errors"))
             counts["user_only_critical"] += bool(user_only.get("critical_user_error"))
     return counts
+
+
+def reviews_cost(sims: list[dict[str, Any]]) -> float | None:
+    """What the reviews saved with these simulations cost together; None when none has one."""
+    costs = [c for s in sims if (c := review_cost(s)) is not None]
+    return sum(costs) if costs else None
