@@ -153,12 +153,16 @@ class ActionEvidence:
 
 def _match(gold: list[Action], calls: list[Call]) -> tuple[list[bool], set[int]]:
     """Which gold actions some call satisfies (the grader's rule: any call, by name and
-    compared arguments), and which calls satisfy some gold action."""
+    compared arguments), and the calls that satisfy them: for each action its first matching
+    call not already taken by another action. A later call repeating a satisfied action is
+    not among them."""
     matched, used = [], set()
     for action in gold:
         hits = [i for i, c in enumerate(calls) if action.matches(c.name, c.arguments)]
         matched.append(bool(hits))
-        used.update(hits)
+        free = [i for i in hits if i not in used]
+        if free or hits:
+            used.add((free or hits)[0])
     return matched, used
 
 
@@ -271,11 +275,12 @@ def left_gold_plan(gold: list[Action], calls: list[Call], messages: list[Message
         if hit is not None:
             open_actions.remove(hit)
             continue
-        reason = (
-            f"{call.name} was called with arguments the gold plan does not have"
-            if call.name in gold_names
-            else f"{call.name} is not in the gold plan"
-        )
+        if any(a.matches(call.name, call.arguments) for a in gold):
+            reason = f"{call.name} was called again (the gold plan has it once)"
+        elif call.name in gold_names:
+            reason = f"{call.name} was called with arguments the gold plan does not have"
+        else:
+            reason = f"{call.name} is not in the gold plan"
         return {"turn_idx": call.turn_idx, "name": call.name, "reason": reason}
     if open_actions:
         last = messages[-1] if messages else None

@@ -51,16 +51,29 @@ def _bent(value: Any) -> Any:
     return value
 
 
-def agent_steps(task, how: str) -> list[tuple[str, Any]]:
+def stuck_call(domain, actions) -> tuple[str, dict[str, Any]] | None:
+    """A read call to repeat forever: the plan's first agent read, else an agent read tool
+    that needs no argument."""
+    specs = domain.spec.agent_tools.specs
+    for action in actions:
+        spec = specs.get(action.name)
+        if action.requestor != "user" and spec is not None and spec.kind.value == "read":
+            return action.name, action.arguments
+    for name, spec in specs.items():
+        if spec.kind.value == "read" and not spec.input_schema.get("required"):
+            return name, {}
+    return None
+
+
+def agent_steps(domain, task, how: str) -> list[tuple[str, Any]]:
     """The agent's turns, in order: ("call", (name, arguments)), ("say", text)."""
     actions = list((task.evaluation_criteria.actions if task.evaluation_criteria else None) or [])
     mine = [i for i, a in enumerate(actions) if a.requestor != "user"]
     last = mine[-1] if mine else None
     steps: list[tuple[str, Any]] = []
-    if how == "loop":
-        reads = [a for a in actions if a.requestor != "user"]
-        if reads:
-            return [("call", (reads[0].name, reads[0].arguments))] * 1000
+    stuck = stuck_call(domain, actions) if how == "loop" else None
+    if stuck is not None:
+        return [("call", stuck)] * 1000
     for index, action in enumerate(actions):
         if action.requestor == "user":
             steps.append(("say", HANDOFF + json.dumps([action.name, action.arguments])))
@@ -119,7 +132,8 @@ class OneAtATime:
         self.runner, self.script = runner, script
 
     async def simulate(self, task, trial: int, seed: int) -> dict[str, Any]:
-        self.script.steps = agent_steps(task, behaviour(task.id, trial))
+        how = behaviour(task.id, trial)
+        self.script.steps = agent_steps(self.runner.domain, task, how)
         return await self.runner.simulate(task, trial, seed)
 
 

@@ -448,3 +448,25 @@ async def test_calls_of_the_tasks_own_history_are_not_held_against_the_agent(moc
     assert d["category"] == "missing_action"
     assert [m["action"]["name"] for m in d["missing_actions"]] == ["update_task_status"]
     assert d["left_gold_plan"]["reason"] == "the conversation ended before update_task_status"
+
+
+async def test_a_repeated_gold_write_is_an_unexpected_write(mock):
+    domain, backend = mock
+    meeting = {"user_id": "user_1", "title": "Important Meeting"}
+
+    async def build(s):
+        s.say("user", "Create my meeting task.")
+        await s.call("create_task", **meeting)
+        await s.call("create_task", **meeting)
+        s.say("assistant", "Created.")
+        s.say("user", "Thanks ###STOP###")
+
+    _, d = await _graded(domain, backend, domain.task("create_task_1"), build)
+    assert d["category"] == "unexpected_write" and d["missing_actions"] == []
+    [again] = d["unexpected_writes"]
+    assert (again["name"], again["turn_idx"]) == ("create_task", 4)
+    assert (
+        d["left_gold_plan"]["reason"] == "create_task was called again (the gold plan has it once)"
+    )
+    extra = [r for r in d["db_diff"] if r["table"] == "tasks" and r["expected"] is None]
+    assert len(extra) == 1 and extra[0]["got"]["title"] == "Important Meeting"

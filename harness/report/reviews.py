@@ -76,3 +76,23 @@ def reviews_cost(sims: list[dict[str, Any]]) -> float | None:
     """What the reviews saved with these simulations cost together; None when none has one."""
     costs = [c for s in sims if (c := review_cost(s)) is not None]
     return sum(costs) if costs else None
+
+
+def review_digest(sim: dict[str, Any]) -> dict[str, Any] | None:
+    """A simulation's reviews in a few fields (the report's grid cell); None without any."""
+    if not has_review(sim):
+        return None
+    review = _review(sim, "review") or {}
+    user_only = _review(sim, "user_only_review") or {}
+    auth = _review(sim, "auth_classification") or {}
+    return {
+        "summary": review.get("summary") or user_only.get("summary") or "",
+        "has_errors": bool(review.get("has_errors") or user_only.get("has_errors")),
+        "agent_error": bool(review.get("agent_error")),
+        "user_error": bool(review.get("user_error") or user_only.get("user_error")),
+        "critical_user_error": bool(
+            review.get("critical_user_error") or user_only.get("critical_user_error")
+        ),
+        "user_caused": user_caused(sim),
+        "auth": auth.get("status"),
+    }

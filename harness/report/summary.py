@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from grading.diagnosis import diagnosis_of
 from grading.review import review_cost
 from harness.metrics import INFRA, is_success, pass_hat_k, summarize
 from harness.report.failures import (
@@ -20,6 +21,7 @@ from harness.report.failures import (
     pass_hat_without_user_caused,
     reviews_summary,
 )
+from harness.report.reviews import review_digest
 from harness.report.stats import bootstrap_mean, paired_difference
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -170,6 +172,8 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
                     "trial": s.get("trial"),
                     "outcome": outcome(s),
                     "reward": (s.get("reward_info") or {}).get("reward"),
+                    "diagnosis": diagnosis_of(s) if outcome(s) != PASS else None,
+                    "review": review_digest(s),
                 }
                 for s in cell
             ]
