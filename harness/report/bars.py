@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 SIDE_COLOURS = {"agent": "#e5534b", "user": "#4c8bf5", "infrastructure": "#9198a1"}
+SIDE_LABELS = {"agent": "agent", "user": "user simulator", "infrastructure": "infrastructure"}
 LABEL_W, BAR_W, COUNT_W, ROW_H, TOP = 190, 380, 60, 24, 28
 
 
@@ -25,9 +26,10 @@ def failures_svg(failures: dict[str, Any]) -> str:
     ]
     x = LABEL_W
     for side, colour in SIDE_COLOURS.items():
+        name = SIDE_LABELS[side]
         out.append(f'<rect x="{x}" y="6" width="12" height="12" fill="{colour}"/>')
-        out.append(f'<text x="{x + 16}" y="16" font-size="12">{escape(side)}</text>')
-        x += 20 + 8 * len(side) + 20
+        out.append(f'<text x="{x + 16}" y="16" font-size="12">{escape(name)}</text>')
+        x += 20 + 7 * len(name) + 20
     for index, (label, parts) in enumerate(rows):
         y = TOP + index * ROW_H
         total = sum(parts.values())
@@ -35,7 +37,7 @@ def failures_svg(failures: dict[str, Any]) -> str:
         out.append(
             f'<g class="bar" data-category="{escape(label)}" data-count="{total}">'
             f'<text x="{LABEL_W - 8}" y="{y + 15}" font-size="12" text-anchor="end"{weight}>'
-            f"{escape(label)}</text>"
+            f"{escape(label.replace('_', ' '))}</text>"
         )
         x = float(LABEL_W)
         for side, count in parts.items():
@@ -46,7 +48,8 @@ def failures_svg(failures: dict[str, Any]) -> str:
             out.append(
                 f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW_H - 8}" '
                 f'fill="{colour}" data-side="{escape(side)}" data-count="{count}">'
-                f"<title>{escape(label)}: {count} ({escape(side)})</title></rect>"
+                f"<title>{escape(label)}: {count} ({escape(SIDE_LABELS.get(side, side))})</title>"
+                "</rect>"
             )
             x += w
         out.append(f'<text x="{x + 6:.1f}" y="{y + 15}" font-size="12">{total}</text></g>')
