@@ -470,3 +470,21 @@ async def test_a_repeated_gold_write_is_an_unexpected_write(mock):
     )
     extra = [r for r in d["db_diff"] if r["table"] == "tasks" and r["expected"] is None]
     assert len(extra) == 1 and extra[0]["got"]["title"] == "Important Meeting"
+
+
+async def test_a_backend_that_cannot_show_state_still_diagnoses(mock):
+    """Graders on backends made for grading only (hashes and assertions) skip the DB rows."""
+    domain, backend = mock
+
+    class GradingOnly:
+        hashes = backend.hashes
+        assertions = backend.assertions
+
+    task = domain.task("update_task_1")
+    ref = await backend.create_episode("mock", task.id)
+    script = Script(backend, ref)
+    script.say("user", "Please complete task_1.").say("assistant", "Done.")
+    info = await Grader(GradingOnly(), domain).grade(task, script.numbered(), "user_stop", ref)
+    d = info["info"]["diagnosis"]
+    assert info["db_check"]["db_match"] is False
+    assert d["category"] == "missing_action" and d["db_diff"] is None

@@ -92,12 +92,13 @@ def noise(finished: dict[str, list[bool]]) -> dict[str, Any] | None:
     trials = sum(len(t) for t in tasks)
     per_task = trials / len(tasks)
     shown = f"{per_task:g}" if per_task == int(per_task) else f"{per_task:.1f} on average"
+    trials_word = "trial" if per_task == 1 else "trials"
     return {
         "detectable_difference": value,
         "tasks": len(tasks),
         "trials_per_task": per_task,
         "statement": (
-            f"With {len(tasks)} tasks and {shown} trial(s) each, differences in pass^1 smaller "
+            f"With {len(tasks)} tasks and {shown} {trials_word} each, differences in pass^1 smaller "
             f"than {value * 100:.1f} points cannot be told from noise at 95% (paired over "
             "tasks, against a rerun of the same size)."
         ),

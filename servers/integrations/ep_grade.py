@@ -49,6 +49,12 @@ class _LiveEpisodes:
         with episode.lock:
             return episode.hashes()
 
+    async def state(self, ref) -> dict[str, Any]:
+        """The episode's databases, for the diagnosis of a failed DB check."""
+        episode = self.episodes[ref.episode_id]
+        with episode.lock:
+            return episode.snapshot()
+
     async def assertions(self, ref, assertions: list[dict]) -> list[dict]:
         episode = self.episodes[ref.episode_id]
         results = []
