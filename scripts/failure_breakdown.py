@@ -4,7 +4,7 @@
         [--save-to results/fake_retail.json] [--max-steps 30]
 
 The `llm` agent and the `llm` user of `tau-harness run` talk to a scripted OpenAI-compatible
-server (tests/fake_llm_server.py) through litellm, on the real server over MCP, graded and
+server (tests/support/fake_llm_server.py) through litellm, on the real server over MCP, graded and
 diagnosed as any run. The script plays each simulation from the task's gold plan, bent by a
 behaviour picked per (task, trial): follow the plan; skip the last agent write and claim it
 done; make the last agent write with one argument changed; ask the user before the last write
@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_llm_server import FakeLLMServer  # noqa: E402
+from tests.support.fake_llm_server import FakeLLMServer  # noqa: E402
 
 BEHAVIOURS = ("gold", "gold", "skip_last", "wrong_argument", "ask_then_hang_up", "loop")
 ASK = "Shall I proceed?"
@@ -128,18 +130,24 @@ class Script:
 class OneAtATime:
     """An executor for the runner: each simulation is told to the script before it runs."""
 
-    def __init__(self, runner, script: Script) -> None:
-        self.runner, self.script = runner, script
+    def __init__(self, simulations, script: Script) -> None:
+        self.simulations, self.script = simulations, script
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        yield
 
     async def simulate(self, task, trial: int, seed: int) -> dict[str, Any]:
         how = behaviour(task.id, trial)
-        self.script.steps = agent_steps(self.runner.domain, task, how)
-        return await self.runner.simulate(task, trial, seed)
+        self.script.steps = agent_steps(self.simulations.domain, task, how)
+        return await self.simulations.simulate(task, trial, seed)
 
 
 async def run(args) -> Path:
     from harness.backends.http import in_process_backend
-    from harness.runner import RunConfig, Runner
+    from harness.config import RunConfig
+    from harness.runner import Runner
+    from harness.simulate import SimulationRunner
     from servers.domains.registry import load_domains
 
     domain = load_domains([args.domain], args.data_dir)[args.domain]
@@ -166,9 +174,8 @@ async def run(args) -> Path:
         )
         backend = await in_process_backend({domain.name: domain})
         try:
-            runner = Runner(backend, domain, config)
-            runner.executor = OneAtATime(runner, script)
-            await runner.run()
+            simulations = SimulationRunner(backend, domain, config)
+            await Runner(simulations, OneAtATime(simulations, script)).run()
         finally:
             await backend.close()
     return args.save_to

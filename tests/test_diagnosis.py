@@ -10,14 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from conversation.messages import ChatMessage, ToolCall, ToolMessage, dump_message
+from grading import Grader
 from grading.db_diff import diff_databases, diff_states
 from grading.diagnosis import CATEGORIES, diagnose, diagnosis_of
 from harness.backends.engine import EngineBackend
-from harness.grading import Grader
 from servers.engine.tasks import Action, Task
-from tests.harness_support import domain_available, load, needs_data
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data("mock")
 
 
 def text(role: str, content: str) -> ChatMessage:
@@ -368,10 +368,8 @@ def test_db_diff_tables_of_lists_and_single_records():
     assert len(shown) == 10 and more == 40
 
 
+@pytest.mark.needs_data("telecom")
 async def test_telecom_user_side_evidence():
-    reason = domain_available("telecom")
-    if reason:
-        pytest.skip(reason)
     domain = load("telecom")
     backend = EngineBackend({"telecom": domain})
     task = domain.task(
@@ -432,7 +430,7 @@ def test_evaluate_diagnoses_what_it_regrades(mock, tmp_path, monkeypatch):
 
 
 async def test_calls_of_the_tasks_own_history_are_not_held_against_the_agent(mock):
-    from harness.orchestrator import history_messages
+    from conversation.messages import history_messages
 
     domain, backend = mock
     task = domain.task("update_task_with_message_history")  # the history creates task_2

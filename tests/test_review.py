@@ -27,7 +27,7 @@ from grading.review import (
     review_texts,
     user_visible,
 )
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR
 
 REVIEW = CONFORMANCE_DIR / "review"
 TOOLS = CONFORMANCE_DIR / "requests" / "tools"
@@ -186,7 +186,7 @@ def test_trajectory_layout_matches_the_rendered_examples(texts):
 def test_task_inputs_match_the_reference_examples(texts):
     from conversation.reference_prompts import render_scenario
     from conversation.reference_texts import reference_texts
-    from tests.harness_support import load
+    from tests.support.harness import load
 
     prompts = reference_texts(DATA_DIR)
     for example in texts.section("inputs")["examples"]:

@@ -7,24 +7,17 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.cli.common import console, fail
 from harness.errors import ConfigError
 from harness.results import ResultsError, atomic_write, load_results
 from servers.engine.errors import DataError
-
-console = Console()
 
 REVIEW_LLM_HELP = (
     "litellm model for the review (default: the reference's, from the data folder's "
     "review.json: claude-opus-4-5, which needs ANTHROPIC_API_KEY)."
 )
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
 
 
 def review(
@@ -63,8 +56,7 @@ def review(
         reviewer = Reviewer.for_data(ReviewSettings(mode, review_llm), resolve_data_dir(data_dir))
         check_models([reviewer.model_use()])
     except (ConfigError, DataError, ResultsError) as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     ids = [p for value in task_ids or [] for p in value.replace(",", " ").split() if p]
     try:
         with Progress(
@@ -86,15 +78,14 @@ def review(
                 )
             )
     except ConfigError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     except KeyboardInterrupt:
         typer.echo(f"interrupted; nothing was written to {target}", err=True)
         raise typer.Exit(130) from None
     try:
         atomic_write(target, json.dumps(outcome.document, indent=1, default=str))
     except OSError as exc:
-        _fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
+        fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
     _print_outcome(outcome, reviewer.mode, reviewer.model, target)
 
 
