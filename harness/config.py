@@ -11,6 +11,7 @@ from typing import Any
 from grading import Judge
 from harness.errors import ConfigError
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from harness.review import ReviewSettings
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
@@ -45,6 +46,8 @@ class RunConfig:
     #: the reference's default, alltools).
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
+    #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
+    review: ReviewSettings | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:

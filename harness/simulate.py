@@ -36,6 +36,7 @@ from harness.prompt_sets import (
     user_tools_for,
     with_llm_defaults,
 )
+from harness.review import Reviewer
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
@@ -164,6 +165,7 @@ class SimulationRunner:
             if grader is not None
             else Grader(backend, domain, config.judge, self.episode_options)
         )
+        self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         self.has_user_tools = domain.spec.user_tools is not None
         if self.variant is not None:
             self.policy = self.variant.policy(None)
@@ -206,6 +208,11 @@ class SimulationRunner:
             "retrieval_config_kwargs": dict(self.variant.kwargs) or None
             if self.variant is not None
             else None,
+            **(
+                {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
+                if self.reviewer
+                else {}
+            ),
         }
 
     def _policy_per_task(self) -> bool:
@@ -270,6 +277,8 @@ class SimulationRunner:
         record = self._record(task, trial, seed, conversation, reward_info, ref)
         if self._policy_per_task():
             record["policy"] = self.policy_for(task)
+        if self.reviewer is not None:  # after grading, before saving, as the reference does
+            await self.reviewer.attach(task, record, self.policy_for(task))
         return record
 
     async def _orchestrator(
