@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from servers.engine.episode import EpisodeStore
 from servers.knowledge.sandbox import sandbox_problem
 from tests.support.fake_llm_server import FakeLLMServer, call, text
@@ -53,7 +54,7 @@ async def test_an_alltools_run_searches_embeds_and_runs_the_shell(network: FakeL
     domain = load("banking_knowledge")
     config = fake.run_config("banking_knowledge", TASK, AGENT, USER, retrieval_config="alltools")
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     (sim,) = results.simulations
     assert sim["termination_reason"] == "user_stop", sim.get("info")
 
