@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from servers.knowledge.kb_files import default_parent
+from servers.knowledge.kb_files import FOLDERS, default_parent
 
 #: Where the folder appears inside the sandbox (and `HOME` there).
 SANDBOX_DIR = "/knowledge_base"
@@ -142,7 +142,8 @@ class Sandbox:
     # --- setup --------------------------------------------------------------------------------
     def _etc_dir(self) -> Path:
         if self._etc is None:
-            parent = self._support_dir or default_parent()
+            # Under the process's knowledge-base folder unless told otherwise: removed at exit.
+            parent = self._support_dir or FOLDERS.root
             etc = Path(tempfile.mkdtemp(prefix="tau-mcp-etc-", dir=parent))
             os.chmod(etc, 0o755)
             home = SANDBOX_DIR
