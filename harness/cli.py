@@ -66,6 +66,13 @@ from harness.serve.cli import serve as _serve  # noqa: E402 - outside agents (ha
 
 app.command("serve")(_serve)
 
+from harness.leaderboard import commands as _board  # noqa: E402 - issue 25 (docs/leaderboard.md)
+
+app.add_typer(_board.submit_app, name="submit")
+app.command("leaderboard")(_board.leaderboard)
+app.command("convert-results")(_board.convert_results)
+app.command("presets")(_board.presets)
+
 NO_JUDGE = {"none", "off", "no", ""}
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
@@ -154,7 +161,16 @@ def _split_ids(values: list[str] | None) -> list[str] | None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(None, "--domain", help="mock, airline, retail or telecom."),
+    preset: str = typer.Option(
+        None,
+        "--preset",
+        help="Fill the options from a named run shape (`tau-harness presets` lists them); "
+        "options given here win.",
+    ),
+    show_preset: bool = typer.Option(
+        False, "--show", help="With --preset: print what the preset sets, and do not run."
+    ),
     agent: str = typer.Option(
         "llm",
         help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
@@ -246,6 +262,22 @@ def run(
     ),
 ) -> None:
     """Run simulations, grade them and save the results."""
+    if preset is not None:
+        from harness import presets
+
+        try:
+            chosen = presets.load(preset)
+            values, ctx.meta["tau_preset"] = presets.apply(ctx, chosen)
+        except presets.PresetError as exc:
+            _fail(str(exc))
+        if show_preset:
+            _board.print_preset(chosen, ctx.meta["tau_preset"]["overridden"])
+            return
+        return run(**{**values, "ctx": ctx, "preset": None})
+    if show_preset:
+        _fail("--show goes with --preset NAME")
+    if not domain:
+        _fail("--domain is required (mock, airline, retail or telecom), or a --preset that sets it")
     if ctx.args:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
         # here. Anything else left over is a mistake worth one clear sentence.
@@ -275,6 +307,7 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=_judge(judge_llm, judge_llm_args),
         save_to=save_to,
+        preset=ctx.meta.get("tau_preset"),
     )
     try:
         limits = parse_provider_limits(provider_limit)

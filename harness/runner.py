@@ -80,6 +80,8 @@ class RunConfig:
     retry_delay: float = 1.0
     judge: Judge | None = None
     save_to: Path | None = None
+    #: The run preset that filled options (harness.presets.record), kept in the header.
+    preset: dict[str, Any] | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
@@ -157,7 +159,7 @@ class Runner:
     # --- results header ---------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         c = self.config
-        return {
+        info = {
             "git_commit": _git_commit(),
             "num_trials": c.num_trials,
             "max_steps": c.max_steps,
@@ -184,6 +186,9 @@ class Runner:
             "enforce_communication_protocol": c.enforce_protocol,
             "prompt_set": prompt_set_info(self.texts),
         }
+        if c.preset is not None:
+            info["preset"] = c.preset
+        return info
 
     def user_guidelines(self) -> str | None:
         if self._guidelines is None and self.config.user == "llm" and self.texts is not None:

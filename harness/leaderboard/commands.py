@@ -1,0 +1,380 @@
+"""The command-line faces of the leaderboard work: `submit prepare|validate`, `leaderboard`,
+`convert-results` and `presets`. Each is a thin layer over its module; errors are one sentence
+on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from harness.leaderboard.schema import SUBMISSIONS_PATH, SchemaError
+from harness.results import ResultsError
+from harness.results_layouts import LAYOUTS, LayoutError
+from servers.engine.errors import EngineError
+
+console = Console()
+submit_app = typer.Typer(
+    help="Leaderboard submissions: prepare a folder from results files, validate a folder.",
+    no_args_is_help=True,
+)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _date(value: str | None, option: str) -> dt.date | None:
+    from harness.leaderboard.submission import SubmissionError, parse_date
+
+    if value is None:
+        return None
+    try:
+        return parse_date(value, option)
+    except SubmissionError as exc:
+        _fail(str(exc))
+    return None
+
+
+@submit_app.command("prepare")
+def prepare(
+    results: list[Path] = typer.Argument(
+        ..., help="Results files or folders, one per domain (any layout)."
+    ),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="Folder to create the submission folder in."
+    ),
+    metadata: Path = typer.Option(
+        None, "--metadata", help="TOML file of metadata (keys: the option names, underscored)."
+    ),
+    model_name: str = typer.Option(None, "--model-name", help="Default: the runs' agent model."),
+    model_organization: str = typer.Option(
+        None, "--model-organization", help="Who made the model (default: My-Organization)."
+    ),
+    submitting_organization: str = typer.Option(
+        None,
+        "--submitting-organization",
+        help="Who ran the evaluation (default: the model organization).",
+    ),
+    email: str = typer.Option(None, "--email", help="Contact email."),
+    contact_name: str = typer.Option(None, "--contact-name"),
+    github: str = typer.Option(None, "--github", help="Contact's GitHub user name."),
+    is_new: bool = typer.Option(
+        None, "--new/--not-new", help="Highlight as new on the board (default: new)."
+    ),
+    submission_type: str = typer.Option(
+        None, "--submission-type", help="standard (default) or custom (a modified scaffold)."
+    ),
+    reasoning_effort: str = typer.Option(None, "--reasoning-effort"),
+    submission_date: str = typer.Option(
+        None, "--submission-date", help="YYYY-MM-DD (default: today; names the folder)."
+    ),
+    evaluation_date: str = typer.Option(None, "--evaluation-date", help="Default: today."),
+    tau2_version: str = typer.Option(
+        None, "--tau2-version", help="tau2-bench version the run follows (default: 1.0.1)."
+    ),
+    user_simulator: str = typer.Option(
+        None, "--user-simulator", help="Default: the runs' user model."
+    ),
+    notes: str = typer.Option(None, "--notes", help="Methodology notes."),
+    modified_prompts: bool = typer.Option(
+        None, "--modified-prompts/--unmodified-prompts", help="Default: unmodified."
+    ),
+    omitted_questions: bool = typer.Option(
+        None, "--omitted-tasks/--all-tasks", help="Default: all tasks."
+    ),
+    verification_details: str = typer.Option(None, "--verification-details"),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge's retrieval config, when its results do not record it.",
+    ),
+    release_date: str = typer.Option(
+        None, "--release-date", help="The model's public release date (YYYY-MM-DD)."
+    ),
+    announcement_url: str = typer.Option(None, "--announcement-url"),
+    announcement_title: str = typer.Option(None, "--announcement-title"),
+    no_verify: bool = typer.Option(
+        False,
+        "--no-verify",
+        help="Skip the trajectory checks (base split, trial counts, 4+ trials, no errors).",
+    ),
+    interactive: bool = typer.Option(
+        False, "--interactive", help="Ask for each value at a prompt (defaults as resolved)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an existing submission folder."),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Make the board's submission folder (submission.json + trajectories/) from results files."""
+    from harness.leaderboard import submission as sub
+
+    try:
+        runs = sub.load_runs(results)
+        given = sub.Metadata(
+            model_name=model_name,
+            model_organization=model_organization,
+            submitting_organization=submitting_organization,
+            email=email,
+            contact_name=contact_name,
+            github=github,
+            is_new=is_new,
+            submission_type=submission_type,
+            reasoning_effort=reasoning_effort,
+            submission_date=_date(submission_date, "--submission-date"),
+            evaluation_date=_date(evaluation_date, "--evaluation-date"),
+            tau2_bench_version=tau2_version,
+            user_simulator=user_simulator,
+            notes=notes,
+            modified_prompts=modified_prompts,
+            omitted_questions=omitted_questions,
+            verification_details=verification_details,
+            retrieval_config=retrieval_config,
+            release_date=_date(release_date, "--release-date"),
+            announcement_url=announcement_url,
+            announcement_title=announcement_title,
+        )
+        meta = sub.defaults(runs)
+        if metadata is not None:
+            meta = sub.metadata_from_toml(metadata).over(meta)
+        meta = given.over(meta)
+        if interactive:
+            meta = _ask(meta)
+        meta = sub.finish(meta)
+        done = sub.prepare(runs, meta, output, verify=not no_verify, data_dir=data_dir, force=force)
+    except sub.SubmissionError as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        _fail(str(exc))
+        return
+    except (ResultsError, LayoutError, SchemaError, EngineError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    console.print(f"submission written to {done.folder}")
+    for domain, scores in done.scores.items():
+        shown = " | ".join(
+            f"pass^{k} {scores.percent(k):.1f}%" for k in (1, 2, 3, 4) if k in scores.pass_hat
+        )
+        console.print(f"  {domain}: {shown or 'no scores'}")
+    console.print(
+        f"next: `tau-harness submit validate {done.folder}`; the board takes submission.json "
+        "by pull request and the trajectories/ folder by a link (see docs/leaderboard.md)"
+    )
+
+
+def _ask(meta):
+    """Each value at a prompt, its resolved value as the default (Enter keeps it)."""
+    from dataclasses import replace
+
+    from rich.prompt import Confirm, Prompt
+
+    from harness.leaderboard.submission import SUBMISSION_TYPES, parse_date
+
+    def text(label: str, value: str | None) -> str | None:
+        answer = Prompt.ask(label, default=value or "", console=console)
+        return answer or None
+
+    def date(label: str, value: dt.date | None) -> dt.date | None:
+        answer = text(label, value.isoformat() if value else None)
+        return parse_date(answer, label) if answer else None
+
+    org = text("Model organization (who made the model)", meta.model_organization)
+    return replace(
+        meta,
+        model_name=text("Model name", meta.model_name),
+        user_simulator=text("User simulator model", meta.user_simulator),
+        model_organization=org,
+        submitting_organization=text(
+            "Submitting organization (who ran the evaluation)",
+            meta.submitting_organization or org,
+        ),
+        email=text("Contact email", meta.email),
+        contact_name=text("Contact name", meta.contact_name),
+        github=text("GitHub user name", meta.github),
+        is_new=Confirm.ask("Highlight as new on the board?", default=bool(meta.is_new)),
+        submission_type=Prompt.ask(
+            "Submission type", choices=list(SUBMISSION_TYPES), default=meta.submission_type
+        ),
+        reasoning_effort=text("Reasoning effort", meta.reasoning_effort),
+        evaluation_date=date("Evaluation date (YYYY-MM-DD)", meta.evaluation_date),
+        tau2_bench_version=text("tau2-bench version", meta.tau2_bench_version),
+        notes=text("Methodology notes", meta.notes),
+        modified_prompts=Confirm.ask(
+            "Were any prompts modified?", default=bool(meta.modified_prompts)
+        ),
+        omitted_questions=Confirm.ask(
+            "Were any tasks left out?", default=bool(meta.omitted_questions)
+        ),
+        release_date=date("Model release date (YYYY-MM-DD, optional)", meta.release_date),
+    )
+
+
+@submit_app.command("validate")
+def validate(
+    folder: Path = typer.Argument(
+        ..., help="A submission folder (submission.json [+ trajectories/])."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Check a submission folder as the board does: schema, rules, every figure recomputed."""
+    from harness.leaderboard.validate import validate as check
+
+    try:
+        report = check(folder, data_dir)
+    except (SchemaError, EngineError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    for line in report.passed:
+        console.print(f"[green]ok[/green] {line}", highlight=False)
+    for line in report.warnings:
+        console.print(f"[yellow]warning[/yellow] {line}", highlight=False)
+    for line in report.errors:
+        typer.echo(f"error: {line}", err=True)
+    if not report.ok:
+        _fail(f"{folder} is not a valid submission ({len(report.errors)} problem(s))")
+    console.print(f"{folder} is a valid submission")
+
+
+def leaderboard(
+    folders: list[Path] = typer.Argument(
+        None,
+        help="Submission folders, or folders of them (default: the data folder's published "
+        "submissions).",
+    ),
+    domain: str = typer.Option(
+        None,
+        "-d",
+        "--domain",
+        help="retail, airline, telecom or banking_knowledge (default: overall).",
+    ),
+    metric: str = typer.Option(
+        "pass_1", "-m", "--metric", help="pass_1, pass_2, pass_3, pass_4 or cost."
+    ),
+    limit: int = typer.Option(None, "-n", "--limit", min=1, help="Show the first N rows."),
+    fmt: str = typer.Option("table", "--format", help="table, md or json."),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Rank submissions by a pass^k or cost, overall (mean over domains) or in one domain."""
+    from harness.leaderboard import board
+    from servers.engine.data import resolve_data_dir
+
+    if fmt not in ("table", "md", "json"):
+        _fail(f"unknown format {fmt!r} (table, md or json)")
+    try:
+        if not folders:
+            folders = [resolve_data_dir(data_dir) / SUBMISSIONS_PATH]
+            if not folders[0].is_dir():
+                _fail(
+                    f"no published submissions at {folders[0]}; give submission folders or "
+                    "point --data-dir at the reference data"
+                )
+        entries, warnings = board.load_entries(folders)
+        rows = board.rank(entries, metric, domain)
+    except (board.BoardError, EngineError) as exc:
+        _fail(str(exc))
+        return
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    shown = rows[:limit] if limit else rows
+    if fmt == "md":
+        sys.stdout.write(board.as_markdown(shown, domain, metric))
+    elif fmt == "json":
+        sys.stdout.write(board.as_json(shown, domain, metric))
+    else:
+        console.print()
+        console.print(board.as_table(shown, domain, metric, len(entries)))
+        console.print()
+        console.print(f"Total submissions: {len(entries)}", style="dim")
+
+
+def convert_results(
+    path: Path = typer.Argument(
+        ..., help="A results file, or a results folder (results.json + simulations/)."
+    ),
+    to: str = typer.Option(
+        None,
+        "--to",
+        help="tau-mcp, json or dir (default: a folder becomes json, a file becomes dir).",
+    ),
+    output: Path = typer.Option(
+        None, "-o", "--output", help="Write here instead of converting in place."
+    ),
+    no_backup: bool = typer.Option(
+        False, "--no-backup", help="In place: keep no .bak copy of what is replaced."
+    ),
+) -> None:
+    """Convert a results file between our layout and the reference's json and dir layouts."""
+    from harness.convert_results import convert
+
+    if to is not None and to not in LAYOUTS:
+        _fail(f"unknown layout {to!r} (one of {', '.join(LAYOUTS)})")
+    try:
+        done = convert(path, to, output, backup=not no_backup)  # type: ignore[arg-type]
+    except (LayoutError, ResultsError) as exc:
+        _fail(str(exc))
+        return
+    except OSError as exc:
+        _fail(f"cannot write the converted results ({exc.strerror or exc})")
+        return
+    if done is None:
+        console.print(f"{path} is in the {to} layout already; nothing to do")
+        return
+    for backup in done.backups:
+        console.print(f"backup: {backup}")
+    console.print(
+        f"converted {path} ({done.source}) to {done.target}: {done.written}, "
+        f"{done.simulations} simulation(s)"
+    )
+
+
+def presets(
+    name: str = typer.Argument(None, help="A preset to show (default: list them all)."),
+) -> None:
+    """List the run presets (`tau-harness run --preset NAME`), or show what one sets."""
+    from rich.table import Table
+
+    from harness import presets as store
+
+    try:
+        chosen = [store.load(name)] if name else store.available()
+    except store.PresetError as exc:
+        _fail(str(exc))
+        return
+    if name is None:
+        table = Table(show_header=True, header_style="bold")
+        for column in ("preset", "description", "file"):
+            table.add_column(column)
+        for preset in chosen:
+            where = "built-in" if preset.builtin else str(preset.path)
+            table.add_row(preset.name, preset.description, where)
+        console.print(table)
+        console.print(f"your own presets go in {store.user_dir()} (NAME.toml)", style="dim")
+        return
+    print_preset(chosen[0])
+
+
+def print_preset(preset, overridden: list[str] | None = None) -> None:
+    from rich.table import Table
+
+    from harness import presets as store
+
+    table = Table(title=f"preset {preset.name}: {preset.description}", show_header=True)
+    table.add_column("option")
+    table.add_column("value")
+    for flag, value in store.describe(preset):
+        note = (
+            " (given on the command line instead)"
+            if flag[2:].replace("-", "_") in (overridden or [])
+            else ""
+        )
+        table.add_row(flag, value + note)
+    console.print(table)
