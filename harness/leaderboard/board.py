@@ -110,7 +110,7 @@ def rank(entries: list[Entry], metric: str, domain: str | None = None) -> list[R
 def fmt(value: float | None, metric: str) -> str:
     if value is None:
         return "-"
-    return f"${value:.4f}" if metric == "cost" else f"{value:.1f}%"
+    return f"${value:.3f}" if metric == "cost" else f"{value:.1f}%"
 
 
 def title(metric: str, domain: str | None) -> str:

@@ -183,34 +183,44 @@ def _ask(meta):
         answer = text(label, value.isoformat() if value else None)
         return parse_date(answer, label) if answer else None
 
+    name = text("Model name", meta.model_name)
+    simulator = text("User simulator model", meta.user_simulator)
     org = text("Model organization (who made the model)", meta.model_organization)
+    submitter = text(
+        "Submitting organization (who ran the evaluation)", meta.submitting_organization or org
+    )
+    email = text("Contact email", meta.email)
+    contact = text("Contact name", meta.contact_name)
+    github = text("GitHub user name", meta.github)
+    is_new = Confirm.ask("Highlight as new on the board?", default=bool(meta.is_new))
+    kind = Prompt.ask(
+        "Submission type", choices=list(SUBMISSION_TYPES), default=meta.submission_type
+    )
+    effort = text("Reasoning effort", meta.reasoning_effort)
+    evaluated = date("Evaluation date (YYYY-MM-DD)", meta.evaluation_date)
+    version = text("tau2-bench version", meta.tau2_bench_version)
+    notes = text("Methodology notes", meta.notes)
+    modified = Confirm.ask("Were any prompts modified?", default=bool(meta.modified_prompts))
+    omitted = Confirm.ask("Were any tasks left out?", default=bool(meta.omitted_questions))
+    released = date("Model release date (YYYY-MM-DD, optional)", meta.release_date)
     return replace(
         meta,
-        model_name=text("Model name", meta.model_name),
-        user_simulator=text("User simulator model", meta.user_simulator),
+        model_name=name,
+        user_simulator=simulator,
         model_organization=org,
-        submitting_organization=text(
-            "Submitting organization (who ran the evaluation)",
-            meta.submitting_organization or org,
-        ),
-        email=text("Contact email", meta.email),
-        contact_name=text("Contact name", meta.contact_name),
-        github=text("GitHub user name", meta.github),
-        is_new=Confirm.ask("Highlight as new on the board?", default=bool(meta.is_new)),
-        submission_type=Prompt.ask(
-            "Submission type", choices=list(SUBMISSION_TYPES), default=meta.submission_type
-        ),
-        reasoning_effort=text("Reasoning effort", meta.reasoning_effort),
-        evaluation_date=date("Evaluation date (YYYY-MM-DD)", meta.evaluation_date),
-        tau2_bench_version=text("tau2-bench version", meta.tau2_bench_version),
-        notes=text("Methodology notes", meta.notes),
-        modified_prompts=Confirm.ask(
-            "Were any prompts modified?", default=bool(meta.modified_prompts)
-        ),
-        omitted_questions=Confirm.ask(
-            "Were any tasks left out?", default=bool(meta.omitted_questions)
-        ),
-        release_date=date("Model release date (YYYY-MM-DD, optional)", meta.release_date),
+        submitting_organization=submitter,
+        email=email,
+        contact_name=contact,
+        github=github,
+        is_new=is_new,
+        submission_type=kind,
+        reasoning_effort=effort,
+        evaluation_date=evaluated,
+        tau2_bench_version=version,
+        notes=notes,
+        modified_prompts=modified,
+        omitted_questions=omitted,
+        release_date=released,
     )
 
 

@@ -56,20 +56,29 @@ def schema_problems(submission: Any, schema: dict[str, Any]) -> list[str]:
     from jsonschema import Draft7Validator, FormatChecker
 
     validator = Draft7Validator(schema, format_checker=FormatChecker())
+    errors = [_innermost(e) for e in validator.iter_errors(submission)]
     problems = []
-    for error in sorted(validator.iter_errors(submission), key=lambda e: list(e.absolute_path)):
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
         where = "/".join(str(p) for p in error.absolute_path) or "the top level"
         problems.append(f"{where}: {_short(error)}")
     return problems
 
 
+def _innermost(error: Any) -> Any:
+    """For "one of these shapes" (a value or null): the reason the value's own shape failed,
+    rather than "is not null"."""
+    while error.validator == "anyOf" and error.context:
+        shaped = [e for e in error.context if e.validator != "type"] or list(error.context)
+        error = max(shaped, key=lambda e: len(e.absolute_path))
+    return error
+
+
 def _short(error: Any) -> str:
     """jsonschema's message without the whole offending value (it can be a large object)."""
-    if error.validator == "additionalProperties":
-        return error.message.split(" were unexpected")[0].split(" was unexpected")[0] + (
-            " not allowed"
-        )
-    if error.validator == "anyOf":
-        best = error.context[-1] if error.context else None
-        return best.message if best is not None else "has the wrong type"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        extra = ", ".join(repr(k) for k in error.instance if k not in known)
+        return f"field(s) {extra} not allowed"
+    if error.validator == "type" and isinstance(error.instance, dict | list):
+        return f"is not of type {error.validator_value!r}"
     return error.message
