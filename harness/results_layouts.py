@@ -12,10 +12,10 @@
 
 All three hold the same document. Converting is reading one layout and writing another, and a
 round trip gives back the same bytes for any file its own writer produced (every run's file,
-ours or the reference's). Two facts make that hold: the simulation index is derived data
-(rebuilt when a folder is written, dropped for our layout and left null for the json layout, as
-a run writes it), and a folder's simulations are read in the index's order (the reference reads
-them in file-name order, which loses the run's order).
+ours or the reference's). Two facts make that hold: the simulation index is derived data (a
+folder rebuilds it when written; read back into a single file it is dropped for our layout and
+left null for the json layout, as runs write them), and a folder's simulations are read in the
+index's order (the reference reads them in file-name order, which loses the run's order).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def prepare(
     except (ResultsError, LayoutError, SchemaError, EngineError, ValueError) as exc:
         _fail(str(exc))
         return
-    console.print(f"submission written to {done.folder}")
+    console.print(f"submission written to {done.folder}", soft_wrap=True)
     for domain, scores in done.scores.items():
         shown = " | ".join(
             f"pass^{k} {scores.percent(k):.1f}%" for k in (1, 2, 3, 4) if k in scores.pass_hat
@@ -163,7 +163,8 @@ def prepare(
         console.print(f"  {domain}: {shown or 'no scores'}")
     console.print(
         f"next: `tau-harness submit validate {done.folder}`; the board takes submission.json "
-        "by pull request and the trajectories/ folder by a link (see docs/leaderboard.md)"
+        "by pull request and the trajectories/ folder by a link (see docs/leaderboard.md)",
+        soft_wrap=True,
     )
 
 
