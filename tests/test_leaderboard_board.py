@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from harness.leaderboard import board
-from tests.conformance import DATA_DIR
-from tests.leaderboard_support import LEADERBOARD_DIR, invoke, needs_fixture
+from tests.support.data import DATA_DIR
+from tests.support.leaderboard import LEADERBOARD_DIR, invoke, needs_fixture
 
 SUBMISSIONS = DATA_DIR / "tau2" / "leaderboard" / "submissions"
 needs_submissions = pytest.mark.skipif(

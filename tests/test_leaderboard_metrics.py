@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.leaderboard.metrics import domain_scores, gold_action_count, mean_order
-from tests.leaderboard_support import (
+from tests.support.leaderboard import (
     BOARD_DOMAINS,
     LEADERBOARD_DIR,
     needs_fixture,
@@ -121,6 +121,7 @@ def test_a_simulation_of_an_unlisted_task_is_refused():
         domain_scores(_document([_sim("9", 0, 1.0)], [_task("1", [])]))
 
 
+@pytest.mark.e2e  # runs the reference in its own Python
 def test_the_reference_computes_the_same_bits(tmp_path: Path, reference_runs):  # noqa: F811
     """The reference's `compute_metrics` on the fixture runs with rewards shuffled (many ties in
     the action counts, costs partly unknown): every pass^k and cost equal to ours."""

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.leaderboard.schema import load_schema, schema_problems
-from tests.conformance import DATA_DIR
-from tests.leaderboard_support import (
+from tests.support.data import DATA_DIR
+from tests.support.leaderboard import (
     AGENT,
     BOARD_DOMAINS,
     LEADERBOARD_DIR,
@@ -371,6 +371,7 @@ def test_the_reference_submission_byte_for_byte(tmp_path, reference_runs):  # no
     assert got == sorted((f["name"], f["size"]) for f in listing)
 
 
+@pytest.mark.e2e  # runs the reference in its own Python
 def test_the_reference_validator_accepts_our_folder(good_folder):
     python = reference_python()
     done = run_reference(python, "submit", "validate", str(good_folder), cwd=good_folder.parent)

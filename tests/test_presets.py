@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness import presets
-from tests.conformance import DATA_DIR
-from tests.leaderboard_support import invoke
+from tests.support.data import DATA_DIR
+from tests.support.leaderboard import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_mock = pytest.mark.skipif(

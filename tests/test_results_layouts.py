@@ -12,8 +12,8 @@ import pytest
 
 from harness.results import ResultsFile, load_results
 from harness.results_layouts import detect
-from tests.conformance import DATA_DIR
-from tests.leaderboard_support import (
+from tests.support.data import DATA_DIR
+from tests.support.leaderboard import (
     LEADERBOARD_DIR,
     fake_runs,  # noqa: F401 - fixture
     fake_server,  # noqa: F401 - fixture

@@ -1,31 +1,23 @@
-"""The command-line faces of the leaderboard work: `submit prepare|validate`, `leaderboard`,
-`convert-results` and `presets`. Each is a thin layer over its module; errors are one sentence
-on stderr and exit code 1."""
+"""`tau-harness submit prepare|validate`: the board's submission folder from results files, and
+checking such a folder (docs/leaderboard.md)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from harness.leaderboard.schema import SUBMISSIONS_PATH, SchemaError
+from harness.cli.common import console, fail
+from harness.leaderboard.schema import SchemaError
 from harness.results import ResultsError
-from harness.results_layouts import LAYOUTS, LayoutError
+from harness.results_layouts import LayoutError
 from servers.engine.errors import EngineError
 
-console = Console()
 submit_app = typer.Typer(
     help="Leaderboard submissions: prepare a folder from results files, validate a folder.",
     no_args_is_help=True,
 )
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
 
 
 def _date(value: str | None, option: str) -> dt.date | None:
@@ -36,8 +28,7 @@ def _date(value: str | None, option: str) -> dt.date | None:
     try:
         return parse_date(value, option)
     except SubmissionError as exc:
-        _fail(str(exc))
-    return None
+        fail(str(exc))
 
 
 @submit_app.command("prepare")
@@ -150,10 +141,10 @@ def prepare(
     except sub.SubmissionError as exc:
         for problem in exc.problems:
             typer.echo(f"error: {problem}", err=True)
-        _fail(str(exc))
+        fail(str(exc))
         return
     except (ResultsError, LayoutError, SchemaError, EngineError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     console.print(f"submission written to {done.folder}", soft_wrap=True)
     for domain, scores in done.scores.items():
@@ -240,7 +231,7 @@ def validate(
     try:
         report = check(folder, data_dir)
     except (SchemaError, EngineError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     for line in report.passed:
         console.print(f"[green]ok[/green] {line}", highlight=False)
@@ -249,143 +240,5 @@ def validate(
     for line in report.errors:
         typer.echo(f"error: {line}", err=True)
     if not report.ok:
-        _fail(f"{folder} is not a valid submission ({len(report.errors)} problem(s))")
+        fail(f"{folder} is not a valid submission ({len(report.errors)} problem(s))")
     console.print(f"{folder} is a valid submission")
-
-
-def leaderboard(
-    folders: list[Path] = typer.Argument(
-        None,
-        help="Submission folders, or folders of them (default: the data folder's published "
-        "submissions).",
-    ),
-    domain: str = typer.Option(
-        None,
-        "-d",
-        "--domain",
-        help="retail, airline, telecom or banking_knowledge (default: overall).",
-    ),
-    metric: str = typer.Option(
-        "pass_1", "-m", "--metric", help="pass_1, pass_2, pass_3, pass_4 or cost."
-    ),
-    limit: int = typer.Option(None, "-n", "--limit", min=1, help="Show the first N rows."),
-    fmt: str = typer.Option("table", "--format", help="table, md or json."),
-    data_dir: Path = typer.Option(
-        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
-    ),
-) -> None:
-    """Rank submissions by a pass^k or cost, overall (mean over domains) or in one domain."""
-    from harness.leaderboard import board
-    from servers.engine.data import resolve_data_dir
-
-    if fmt not in ("table", "md", "json"):
-        _fail(f"unknown format {fmt!r} (table, md or json)")
-    try:
-        if not folders:
-            folders = [resolve_data_dir(data_dir) / SUBMISSIONS_PATH]
-            if not folders[0].is_dir():
-                _fail(
-                    f"no published submissions at {folders[0]}; give submission folders or "
-                    "point --data-dir at the reference data"
-                )
-        entries, warnings = board.load_entries(folders)
-        rows = board.rank(entries, metric, domain)
-    except (board.BoardError, EngineError) as exc:
-        _fail(str(exc))
-        return
-    for warning in warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    shown = rows[:limit] if limit else rows
-    if fmt == "md":
-        sys.stdout.write(board.as_markdown(shown, domain, metric))
-    elif fmt == "json":
-        sys.stdout.write(board.as_json(shown, domain, metric))
-    else:
-        console.print()
-        console.print(board.as_table(shown, domain, metric, len(entries)))
-        console.print()
-        console.print(f"Total submissions: {len(entries)}", style="dim")
-
-
-def convert_results(
-    path: Path = typer.Argument(
-        ..., help="A results file, or a results folder (results.json + simulations/)."
-    ),
-    to: str = typer.Option(
-        None,
-        "--to",
-        help="tau-mcp, json or dir (default: a folder becomes json, a file becomes dir).",
-    ),
-    output: Path = typer.Option(
-        None, "-o", "--output", help="Write here instead of converting in place."
-    ),
-    no_backup: bool = typer.Option(
-        False, "--no-backup", help="In place: keep no .bak copy of what is replaced."
-    ),
-) -> None:
-    """Convert a results file between our layout and the reference's json and dir layouts."""
-    from harness.convert_results import convert
-
-    if to is not None and to not in LAYOUTS:
-        _fail(f"unknown layout {to!r} (one of {', '.join(LAYOUTS)})")
-    try:
-        done = convert(path, to, output, backup=not no_backup)  # type: ignore[arg-type]
-    except (LayoutError, ResultsError) as exc:
-        _fail(str(exc))
-        return
-    except OSError as exc:
-        _fail(f"cannot write the converted results ({exc.strerror or exc})")
-        return
-    if done is None:
-        console.print(f"{path} is in the {to} layout already; nothing to do")
-        return
-    for backup in done.backups:
-        console.print(f"backup: {backup}")
-    console.print(
-        f"converted {path} ({done.source}) to {done.target}: {done.written}, "
-        f"{done.simulations} simulation(s)"
-    )
-
-
-def presets(
-    name: str = typer.Argument(None, help="A preset to show (default: list them all)."),
-) -> None:
-    """List the run presets (`tau-harness run --preset NAME`), or show what one sets."""
-    from rich.table import Table
-
-    from harness import presets as store
-
-    try:
-        chosen = [store.load(name)] if name else store.available()
-    except store.PresetError as exc:
-        _fail(str(exc))
-        return
-    if name is None:
-        table = Table(show_header=True, header_style="bold")
-        for column in ("preset", "description", "file"):
-            table.add_column(column)
-        for preset in chosen:
-            where = "built-in" if preset.builtin else str(preset.path)
-            table.add_row(preset.name, preset.description, where)
-        console.print(table)
-        console.print(f"your own presets go in {store.user_dir()} (NAME.toml)", style="dim")
-        return
-    print_preset(chosen[0])
-
-
-def print_preset(preset, overridden: list[str] | None = None) -> None:
-    from rich.table import Table
-
-    from harness import presets as store
-
-    table = Table(title=f"preset {preset.name}: {preset.description}", show_header=True)
-    table.add_column("option")
-    table.add_column("value")
-    for flag, value in store.describe(preset):
-        note = (
-            " (given on the command line instead)"
-            if flag[2:].replace("-", "_") in (overridden or [])
-            else ""
-        )
-        table.add_row(flag, value + note)
-    console.print(table)

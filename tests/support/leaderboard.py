@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
-from tests.fake_llm_server import FakeLLMServer
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR, missing
+from tests.support.fake_llm_server import FakeLLMServer
 
 LEADERBOARD_DIR = CONFORMANCE_DIR / "leaderboard"
 BOARD_DOMAINS = ("airline", "retail", "telecom")
@@ -28,9 +28,9 @@ ALL_DOMAINS = ("mock", *BOARD_DOMAINS)
 AGENT, USER = "openai/fake-agent", "openai/fake-user"
 
 needs_board_data = pytest.mark.skipif(
-    not (DATA_DIR / "tau2" / "leaderboard" / "schema.json").is_file()
-    or not all((DATA_DIR / "tau2" / "domains" / d).is_dir() for d in ALL_DOMAINS),
-    reason=f"reference data with the leaderboard schema not found at {DATA_DIR}",
+    missing(*ALL_DOMAINS) is not None
+    or not (DATA_DIR / "tau2" / "leaderboard" / "schema.json").is_file(),
+    reason=missing(*ALL_DOMAINS) or f"no leaderboard schema under {DATA_DIR}",
 )
 needs_fixture = pytest.mark.skipif(
     not (LEADERBOARD_DIR / "submission.json").is_file(),
