@@ -22,6 +22,7 @@ from harness.cli import (
     play,
     presets,
     report,
+    review,
     run,
     serve,
     submit,
@@ -58,6 +59,7 @@ app.command(context_settings=run.CONTEXT_SETTINGS)(run.run)
 app.command()(evaluate.evaluate)
 app.command()(view.view)
 app.command()(report.report)
+app.command()(review.review)
 app.command()(play.play)
 app.command()(serve.serve)
 app.add_typer(data.data_app, name="data")
