@@ -42,12 +42,14 @@ class RunConfig:
     retry_delay: float = 1.0
     judge: Judge | None = None
     save_to: Path | None = None
+    #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
+    review: ReviewSettings | None = None
+    #: The run preset that filled options (harness.presets.record), kept in the header.
+    preset: dict[str, Any] | None = None
     #: A domain with retrieval configs (banking_knowledge): the config and its kwargs (None:
     #: the reference's default, alltools).
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
-    #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
-    review: ReviewSettings | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:

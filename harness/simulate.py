@@ -178,7 +178,7 @@ class SimulationRunner:
     # --- what a results file says about the run ---------------------------------------------
     def info(self) -> dict[str, Any]:
         c = self.config
-        return {
+        info = {
             "git_commit": _git_commit(),
             "num_trials": c.num_trials,
             "max_steps": c.max_steps,
@@ -214,6 +214,9 @@ class SimulationRunner:
                 else {}
             ),
         }
+        if c.preset is not None:
+            info["preset"] = c.preset
+        return info
 
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""

@@ -12,6 +12,10 @@ from rich.console import Console
 from conversation.llm import DEFAULT_LLM
 from grading import Judge
 from harness.wiring import build_judge, load_domain, open_backend
+from servers.domains.registry import DOMAIN_NAMES
+
+#: `--domain`'s help: the domains this install knows.
+DOMAIN_HELP = ", ".join(DOMAIN_NAMES) + "."
 
 __all__ = [
     "JUDGE_HELP",

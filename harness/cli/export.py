@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from harness.cli.common import (
+    DOMAIN_HELP,
     RETRIEVAL_KWARGS_HELP,
     fail,
     json_arg,
@@ -23,7 +24,7 @@ export_app = typer.Typer(
 
 @export_app.command("ep-rows")
 def ep_rows_command(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     split: str = typer.Option("base", "--split", help="Task split (ignored with --task-ids)."),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."

@@ -11,6 +11,7 @@ import typer
 from conversation.llm import DEFAULT_LLM
 from harness.backends import InfrastructureError
 from harness.cli.common import (
+    DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     console,
@@ -27,7 +28,7 @@ from servers.engine.errors import EngineError
 
 
 def play(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     task_id: str = typer.Option(..., "--task-id", help="The task to play."),
     side: str = typer.Option("agent", "--as", help="Your side: agent or user."),
     agent: str = typer.Option("llm", help="When you play the user: the llm or oracle agent."),

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from harness.cli.common import (
+    DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     fail,
@@ -30,7 +31,7 @@ log = logging.getLogger("tau.harness.serve")
 
 
 def serve(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     user: str = typer.Option("llm", help="The simulated customer: llm or scripted."),
     user_llm: str = typer.Option(
         None, "--user-llm", help="litellm model name for the user simulator."
