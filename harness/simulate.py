@@ -362,6 +362,10 @@ class SimulationRunner:
         user_costs = [
             m["cost"] for m in messages if m["role"] == "user" and m.get("cost") is not None
         ]
+        # A tool's own model calls (retrieval embeddings, rerankers) count with the side that
+        # called it; `info.tool_cost` shows that part.
+        agent_costs += [c for who, c in conversation.tool_costs.items() if who != "user"]
+        user_costs += [c for who, c in conversation.tool_costs.items() if who == "user"]
         return {
             "id": str(uuid.uuid4()),
             "task_id": task.id,
@@ -382,5 +386,6 @@ class SimulationRunner:
                 "steps": conversation.steps,
                 "tool_errors": conversation.tool_errors,
                 "history_length": conversation.history_length,
+                **({"tool_cost": dict(conversation.tool_costs)} if conversation.tool_costs else {}),
             },
         }

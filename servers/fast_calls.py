@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from conversation.tools import COST_META
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
@@ -82,13 +83,15 @@ class FastToolCalls:
             return replay
         ident, name, arguments = call
         try:
-            with episode.lock:
-                outcome = episode.call(self.side, name, arguments)
+            outcome = await episode.call_async(self.side, name, arguments)
         except EngineError as exc:
             outcome = ToolOutcome(f"Error: {exc}", True)
         except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
             log.exception("tool %s failed outside the engine", name)
             outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+        meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
+        if outcome.cost:
+            meta[COST_META] = outcome.cost
         result = {
             "jsonrpc": "2.0",
             "id": ident,
@@ -96,7 +99,7 @@ class FastToolCalls:
                 "content": [{"text": outcome.text, "type": "text"}],
                 "isError": outcome.error,
                 "resultType": "complete",
-                "_meta": {SERVER_INFO_META: self.server_info},
+                "_meta": meta,
             },
         }
         await _send_json(send, result)

@@ -24,7 +24,7 @@ class _EngineSession:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         out = self._store.call(self._ref.domain, self._ref.episode_id, self._side, name, arguments)
-        return ToolResult(out.text, out.error)
+        return ToolResult(out.text, out.error, out.cost)
 
     async def close(self) -> None:
         return None
