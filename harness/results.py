@@ -5,6 +5,12 @@ Each finished simulation is appended at once to a journal beside the results fil
 atomically (temporary sibling, then rename) at most every few seconds and at the end, so readers
 only ever see a complete file and a long run does not rewrite a large file after every
 simulation. Reading a results file folds in its journal; a finished run removes the journal.
+
+Every reader (resume, `view`, `report`, `evaluate`, serve) gets a file through `load_results`,
+which also refuses what a hand edit can break: two different results for one (task, trial), or a
+simulation of a task the file (or the domain) does not have. Exact copies of one simulation are
+folded into one, and an infrastructure-error record of a (task, trial) that also has a result
+is dropped (it is a failed attempt the result replaced); see docs/harness.md.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from conversation.messages import now
+from harness.metrics import INFRA
 from harness.results_shape import shape_problem
 
 
@@ -50,8 +58,12 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return sims
 
 
-def load_results(path: Path) -> dict[str, Any]:
-    """A results file (with its journal folded in), or a bare list of simulations wrapped as one."""
+def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[str, Any]:
+    """A results file (with its journal folded in), or a bare list of simulations wrapped as one.
+
+    Refused in one sentence: a file that is not one, a malformed simulation, two different
+    results for one (task, trial), and a simulation of a task that is not among the file's tasks
+    (when it lists them) or, given `task_ids`, not a task of the domain."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -78,7 +90,74 @@ def load_results(path: Path) -> dict[str, Any]:
     ]
     if extra:
         data["simulations"] = [*data["simulations"], *extra]
+    data["simulations"] = _one_result_per_trial(path, data["simulations"])
+    check_tasks(path, data, task_ids)
     return data
+
+
+def _trial_key(sim: dict[str, Any]) -> tuple[str, int]:
+    return str(sim.get("task_id")), int(sim.get("trial") or 0)
+
+
+def _canonical(sim: dict[str, Any]) -> str:
+    return json.dumps(sim, sort_keys=True, default=str)
+
+
+def _one_result_per_trial(path: Path, sims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The simulations with exact copies folded and superseded infrastructure errors dropped;
+    two different results for one (task, trial) are refused, naming them."""
+    results: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for sim in sims:
+        if sim.get("termination_reason") != INFRA:
+            results.setdefault(_trial_key(sim), []).append(sim)
+    conflicts = []
+    drop: set[int] = set()
+    for key, copies in results.items():
+        if len(copies) < 2:
+            continue
+        first = _canonical(copies[0])
+        if all(_canonical(c) == first for c in copies[1:]):
+            drop.update(id(c) for c in copies[1:])
+        else:
+            conflicts.append((key, copies))
+    if conflicts:
+        (task, trial), copies = conflicts[0]
+        ids = ", ".join(str(c.get("id")) for c in copies[:4])
+        more = f" (and {len(conflicts) - 1} more (task, trial) pairs)" if len(conflicts) > 1 else ""
+        raise ResultsError(
+            f"{path} holds {len(copies)} different results for task '{task}' trial {trial} "
+            f"(simulations {ids}){more}; keep one of them and delete the others"
+        )
+    # Of infrastructure errors: none where the (task, trial) has a result, else the last one.
+    last_infra: dict[tuple[str, int], int] = {}
+    for sim in sims:
+        if sim.get("termination_reason") == INFRA:
+            key = _trial_key(sim)
+            if key in results:
+                drop.add(id(sim))
+            else:
+                if key in last_infra:
+                    drop.add(last_infra[key])
+                last_infra[key] = id(sim)
+    return [sim for sim in sims if id(sim) not in drop] if drop else sims
+
+
+def check_tasks(path: Path, data: dict[str, Any], task_ids: Collection[str] | None = None) -> None:
+    """Refuse a simulation of a task the file does not list or (given `task_ids`) the domain
+    does not have."""
+    listed = {str(t.get("id")) for t in data.get("tasks") or [] if isinstance(t, dict)}
+    for sim in data["simulations"]:
+        task = str(sim.get("task_id"))
+        if listed and task not in listed:
+            raise ResultsError(
+                f"{path} holds simulation {sim.get('id')} of task '{task}', which is not among "
+                f"the file's {len(listed)} tasks; remove that simulation or restore its task"
+            )
+        if task_ids is not None and task not in task_ids:
+            raise ResultsError(
+                f"{path} holds simulation {sim.get('id')} of task '{task}', which is not a task "
+                "of this domain; remove that simulation or use the domain it was run on"
+            )
 
 
 def _umask() -> int:

@@ -34,7 +34,7 @@ from harness.prompt_sets import (
     user_tools_for,
     with_llm_defaults,
 )
-from harness.results import ResultsFile, load_results
+from harness.results import ResultsFile, check_tasks, load_results
 from harness.results_lock import results_lock
 from harness.resume_check import check_no_orphan_journal, check_resumable
 from harness.task_group import gather_or_cancel
@@ -432,15 +432,14 @@ class Runner:
             raise ConfigError(
                 f"{path} holds a run on domain '{old_domain}', not '{self.domain.name}'"
             )
+        check_tasks(path, previous, self.domain.tasks)
         check_resumable(path, previous, results.header)
         done = set()
         for sim in previous["simulations"]:
             if sim.get("termination_reason") == INFRA:
                 continue
-            key = (str(sim.get("task_id")), int(sim.get("trial") or 0))
-            if key in done:
-                continue
-            done.add(key)
+            # load_results leaves one result per (task, trial): different copies are refused
+            done.add((str(sim.get("task_id")), int(sim.get("trial") or 0)))
             results.add(sim, save=False)
         return done
 

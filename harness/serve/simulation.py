@@ -225,6 +225,9 @@ class SimulationHub:
         tasks = self.results.header["tasks"]
         if not any(t.get("id") == simulation.task.id for t in tasks):
             tasks.append(simulation.task.model_dump(mode="json", exclude_none=True))
+            # The file lists a task before any simulation of it reaches the journal: readers
+            # refuse a simulation of a task the file does not list.
+            self.results.save()
         self.results.add(simulation.record)
         if simulation.record.get("termination_reason") != INFRA:
             self._saved.add((simulation.task.id, simulation.trial))
