@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from conversation.llm import DEFAULT_LLM, set_request_gate
 from harness.backends import InfrastructureError
 from harness.distributed.limits import parse_provider_limits
+from harness.errors import ServerGone
 from harness.grading import Grader, Judge
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -42,6 +43,7 @@ from harness.run_outcome import (
     infra_failure_message,
     interrupted_message,
     progress_rate,
+    stopped_message,
 )
 from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, make_runner, select_tasks
 from servers.engine.errors import EngineError
@@ -299,6 +301,8 @@ def run(
                     ray_workers,
                 )
             )
+    except ServerGone as exc:
+        _fail(stopped_message(str(exc), config.save_to))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

@@ -5,3 +5,18 @@ from __future__ import annotations
 
 class ConfigError(ValueError):
     """A run was asked for something it cannot do; the message says what."""
+
+
+class ServerGone(ConfigError):
+    """The tau-server the run talks to stopped accepting connections and did not come back
+    within `harness.backends.exchange.DEAD_SERVER_S`: every further simulation would only burn
+    its retries on it, so the run stops (its results file stays resumable)."""
+
+
+_STOPS: dict[str, type[ConfigError]] = {"ServerGone": ServerGone}
+
+
+def run_stop(kind: str | None, message: str) -> ConfigError:
+    """The run-stopping error a worker process or actor reported by class name, rebuilt on the
+    driver's side (so it keeps its class, and the driver its handling)."""
+    return _STOPS.get(kind or "", ConfigError)(message)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import run_stop
 from harness.runner import ConfigError, RunConfig, Runner
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
@@ -249,7 +250,7 @@ class RayPool:
                 cause = exc.as_instanceof_cause()
                 if isinstance(cause, ConfigError | EngineError):
                     message = cause.args[0] if cause.args else str(cause)
-                    raise ConfigError(str(message)) from None
+                    raise run_stop(type(cause).__name__, str(message)) from None
                 last_error = f"{type(cause).__name__}: {_short(cause)}"
                 continue
             finally:
