@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from conversation.llm import DEFAULT_LLM, set_request_gate
+from harness import redaction
 from harness.backends import InfrastructureError
 from harness.distributed.limits import parse_provider_limits
 from harness.errors import ServerGone
@@ -49,7 +50,9 @@ from harness.runner import DEFAULT_SEED, ConfigError, RunConfig, make_runner, se
 from servers.engine.errors import EngineError
 
 app = typer.Typer(
-    help="Run and grade tau2 simulations against tau-mcp servers.", no_args_is_help=True
+    help="Run and grade tau2 simulations against tau-mcp servers.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a crash report must not print model args (keys)
 )
 console = Console()
 
@@ -103,7 +106,7 @@ def _main(
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {redaction.redact_text(message)}", err=True)
     raise typer.Exit(1)
 
 
@@ -116,6 +119,7 @@ def _json_arg(name: str, raw: str | None) -> dict[str, Any]:
         _fail(f"{name} is not valid JSON ({exc.msg} at position {exc.pos})")
     if not isinstance(value, dict):
         _fail(f"{name} must be a JSON object")
+    redaction.remember_args(value)  # model arguments: their keys never reach a file or screen
     return value
 
 
@@ -141,6 +145,8 @@ def _load_domain(name: str, data_dir: Path | None):
 
 async def _backend(domain, server: str | None, token: str | None):
     from harness.backends.http import in_process_backend, remote_backend
+
+    redaction.remember(token)
 
     if server:
         return await remote_backend(server, token, domain.name)

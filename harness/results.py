@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from conversation.messages import now
+from harness import redaction
 from harness.metrics import INFRA
 from harness.results_shape import shape_problem
 
@@ -66,7 +67,8 @@ def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[st
     (when it lists them) or, given `task_ids`, not a task of the domain."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise ResultsError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -92,6 +94,22 @@ def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[st
         data["simulations"] = [*data["simulations"], *extra]
     data["simulations"] = _one_result_per_trial(path, data["simulations"])
     check_tasks(path, data, task_ids)
+    return _without_keys(data, text + "".join(json.dumps(sim) for sim in extra))
+
+
+def _without_keys(data: dict[str, Any], text: str) -> dict[str, Any]:
+    """A file written before keys were redacted (or by another tool) shows none to a reader:
+    the header's recorded model arguments are redacted by name, and the keys they held (with
+    every other secret in play) by value throughout. `text` is the data as read, searched
+    once for the secrets before anything is walked."""
+    info = data.get("info")
+    secrets = sorted(
+        set(redaction.secrets_in_play()) | redaction.header_secrets(info), key=len, reverse=True
+    )
+    if isinstance(info, dict):
+        data["info"] = redaction.redact_header(info)
+    if secrets and redaction.leaks(text, secrets):
+        data = redaction.redact(data, secrets)
     return data
 
 
@@ -181,13 +199,27 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def results_text(document: dict[str, Any]) -> str:
+    """A whole results document as written by a command that writes one at once (`evaluate`),
+    keys redacted as ResultsFile redacts them."""
+    document = {**document, "info": redaction.redact_header(document.get("info"))}
+    return json.dumps(redaction.redact(document), indent=1, default=str)
+
+
 class ResultsFile:
-    """A results document being built: header once, simulations appended as they finish."""
+    """A results document being built: header once, simulations appended as they finish.
+
+    This is where records are written, so it is where keys are kept out of them (see
+    `harness.redaction`): the header's model arguments are redacted by name, and every secret
+    in play is replaced by value in the header and in each simulation (an error text that
+    echoes a key, a program's output that prints one) before it reaches the journal, the file
+    or the in-memory list the summary is printed from."""
 
     def __init__(
         self, path: Path | None, info: dict[str, Any], tasks: list[dict[str, Any]]
     ) -> None:
         self.path = Path(path) if path is not None else None
+        info = redaction.redact(redaction.redact_header(info))
         self.header = {"timestamp": now(), "info": info, "tasks": tasks}
         self.simulations: list[dict[str, Any]] = []
         self._serialized: list[str] = []
@@ -198,10 +230,15 @@ class ResultsFile:
     def add(self, simulation: dict[str, Any], save: bool = True) -> None:
         """Record a simulation. With `save`, it is on disk (journal) before this returns;
         a failed write raises ResultsWriteError saying what is kept and how to go on."""
+        line = json.dumps(simulation, default=str)
+        secrets = redaction.secrets_in_play()
+        if secrets and redaction.leaks(line, secrets):
+            simulation = redaction.redact(simulation, secrets)
+            line = json.dumps(simulation, default=str)
         self.simulations.append(simulation)
         self._serialized.append(json.dumps(simulation, indent=1, default=str))
         if save and self.path is not None:
-            self._append_to_journal(json.dumps(simulation, default=str) + "\n")
+            self._append_to_journal(line + "\n")
             self.on_disk += 1
             if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
                 self.save()

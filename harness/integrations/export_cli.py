@@ -30,13 +30,17 @@ def ep_rows_command(
         "gpt-4.1", "--user-llm", help="litellm model EP's simulated user runs on."
     ),
     user_llm_args: str = typer.Option(
-        None, "--user-llm-args", help="JSON arguments for the user's model."
+        None,
+        "--user-llm-args",
+        help="JSON arguments for the user's model (keys and headers are left out of the rows: "
+        "set the provider's key variable where Eval Protocol runs).",
     ),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write ('-': stdout)."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Data folder (default $TAU2_DATA_DIR)."),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from harness.integrations.ep_rows import ep_rows, to_jsonl
+    from harness.redaction import without_secrets
     from harness.results import atomic_write
     from servers.domains.registry import load_domains
 
@@ -51,7 +55,7 @@ def ep_rows_command(
     ids = [p for v in task_ids or [] for p in v.replace(",", " ").split() if p] or None
     try:
         loaded = load_domains([domain], data_dir)[domain]
-        rows = ep_rows(loaded, split, ids, user_llm, args)
+        rows = ep_rows(loaded, split, ids, user_llm, without_secrets(args))
     except EngineError as exc:
         _fail(str(exc))
         return

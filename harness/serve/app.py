@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from harness.redaction import redact
 from harness.serve.channel import MoveChannel
 from harness.serve.endpoint import build_simulation_mcp
 from harness.serve.simulation import Conflict, Simulation, SimulationHub, UnknownTask
@@ -174,7 +175,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 def _json(value: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(json.loads(json.dumps(value, default=str)))
+    return JSONResponse(redact(json.loads(json.dumps(value, default=str))))
 
 
 def _error(status: int, message: str) -> JSONResponse:

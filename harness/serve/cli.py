@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from harness import redaction
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
 from harness.results_lock import results_lock
@@ -86,6 +87,7 @@ def serve(
         judge=harness_cli._judge(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
     )
+    redaction.remember(token, server_token)
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
@@ -116,6 +118,8 @@ def serve(
                 access_log=False,
                 timeout_graceful_shutdown=2,
             )
+            # uvicorn has set up its loggers now: no log line may print a key
+            redaction.redact_logging("uvicorn", "uvicorn.error", "uvicorn.access")
             typer.echo(
                 f"tau-harness serve: {domain} simulations on http://{host}:{port} "
                 f"(POST /simulations)",

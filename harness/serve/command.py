@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import redaction
 from harness.agents import AgentContext
 from harness.backends import EpisodeBackend, InfrastructureError
 from harness.runner import ConfigError, RunConfig, Runner
@@ -75,6 +76,7 @@ class CommandRunner(ServeRunner):
         inner.grader = self.grader  # one gold-state cache for the run
         self.hub = SimulationHub(inner)
         self.token = secrets.token_urlsafe(24)
+        redaction.remember(self.token)  # a program that prints its environment shows it
         self.base_url: str | None = None
 
     async def run(self, on_done=None, on_start=None):
