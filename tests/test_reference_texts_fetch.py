@@ -24,10 +24,12 @@ from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
 from servers.engine.errors import DataError
 from servers.engine.pins import (
+    archive_sources,
     content_pins,
     content_sha256,
     fetch_reference,
     load_pins,
+    value_at,
     verify_data_dir,
 )
 from tests.conformance import DATA_DIR
@@ -49,12 +51,12 @@ def _sha(text: str | bytes) -> str:
 
 def _shapes() -> dict[str, Any]:
     """Each generated file's layout, by its path in the data folder."""
-    layout = dump.load_layout()
-    shapes = {f"{FOLDER}/{name}": layout[name] for name in ("prompts.json", "defaults.json")}
-    for domain in dump.DOMAINS:
-        key = "tools with solo" if domain in dump.SOLO_DOMAINS else "tools without solo"
-        shapes[f"{FOLDER}/tools/{domain}.json"] = layout[key]
-    return shapes
+    return {f"{FOLDER}/{rel}": shape for rel, shape in dump.file_shapes(dump.load_layout()).items()}
+
+
+def _pinned_count() -> int:
+    pins = load_pins()
+    return len(pins["files"]) + len(content_pins(pins))
 
 
 FOLDER = "tau2/reference_texts"
@@ -73,9 +75,10 @@ def test_content_pins_equal_what_the_shared_texts_hold() -> None:
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     pins = load_pins()
     texts = content_pins(pins)
-    # Every file we pin is in the shared data with the same hash; files the data gains that we do
-    # not use (yet) are tolerated.
-    assert set(texts) <= {k for k in manifest if k.startswith(FOLDER + "/")}
+    # Every shared text is content-pinned and meets its pin. Release files: every one we pin is
+    # in the shared data with the same hash; files the data gains that we do not use are
+    # tolerated.
+    assert set(texts) == {k for k in manifest if k.startswith(FOLDER + "/")}
     assert pins["files"] == {k: manifest[k] for k in pins["files"] if k in manifest}
     for rel, pin in texts.items():
         document = json.loads((DATA_DIR / rel).read_text())
@@ -100,7 +103,7 @@ def _linked_copy(tmp_path: Path) -> Path:
 def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     good = verify_data_dir(folder)
-    assert good.ok and good.checked == 31, good.problems
+    assert good.ok and good.checked == _pinned_count(), good.problems
     tools = folder / "tau2/reference_texts/tools/airline.json"
     schemas = json.loads(tools.read_text())
     schemas["agent"][0]["function"]["description"] += " "
@@ -140,7 +143,7 @@ def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
 def test_data_verify_command_reports_a_tampered_text(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     ok = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
-    assert ok.exit_code == 0 and "all 31 pinned files match" in ok.output
+    assert ok.exit_code == 0 and f"all {_pinned_count()} pinned files match" in ok.output
     (folder / "tau2/reference_texts/prompts.json").write_text("{}\n")
     bad = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
     assert bad.exit_code == 1 and "prompts.json: has no value at agent/" in bad.output
@@ -185,8 +188,8 @@ def _release_archive(tmp_path: Path) -> Path:
         info = tarfile.TarInfo("tau2-bench-x/pyproject.toml")
         info.size = len(project)
         archive.addfile(info, io.BytesIO(project))
-        for rel in load_pins()["files"]:
-            archive.add(DATA_DIR / rel, arcname=f"tau2-bench-x/data/{rel}")
+        for rel, source in archive_sources(load_pins()).items():
+            archive.add(DATA_DIR / rel, arcname=f"tau2-bench-x/{source}")
     return path
 
 
@@ -258,12 +261,6 @@ def test_fill_and_templates() -> None:
     assert dump.trial_seeds(7, 3) == dump.trial_seeds(7, 3) != dump.trial_seeds(8, 3)
 
 
-def _lookup(document: Any, name: str) -> Any:
-    for key in name.split("."):
-        document = document[key]
-    return document
-
-
 @needs_texts
 def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None:
     """The layout filled with the values the dump computes (here read back from the shared
@@ -272,7 +269,7 @@ def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     for rel, shape in _shapes().items():
         shared = json.loads((DATA_DIR / rel).read_text())
-        values = {name: _lookup(shared, name) for name in dump.markers(shape)}
+        values = {name: value_at(shared, path) for path, name in dump.marker_paths(shape).items()}
         text = dump.serialize(dump.fill(shape, values))
         (folder / rel).write_text(text)
         assert _sha(text) != manifest[rel]
@@ -320,7 +317,8 @@ def test_layout_copies_no_note_of_the_shared_texts() -> None:
     ours = set(_strings(dump.load_layout()))
     theirs = set()
     for rel in _shapes():
-        theirs.update(s for s in _strings(json.loads((DATA_DIR / rel).read_text())) if len(s) > 24)
+        shared = _strings(json.loads((DATA_DIR / rel).read_text()))
+        theirs.update(s for s in shared if len(s) > 24 and " " in s)  # words, not identifiers
     assert not [s for s in theirs if any(s in mine for mine in ours)]
 
 
