@@ -126,7 +126,8 @@ def _one_result_per_trial(path: Path, sims: list[dict[str, Any]]) -> list[dict[s
     two different results for one (task, trial) are refused, naming them."""
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for sim in sims:
-        if sim.get("termination_reason") != INFRA:
+        # a simulation without a trial number (a hand-made list) is no copy of another
+        if sim.get("termination_reason") != INFRA and sim.get("trial") is not None:
             results.setdefault(_trial_key(sim), []).append(sim)
     conflicts = []
     drop: set[int] = set()
@@ -149,7 +150,7 @@ def _one_result_per_trial(path: Path, sims: list[dict[str, Any]]) -> list[dict[s
     # Of infrastructure errors: none where the (task, trial) has a result, else the last one.
     last_infra: dict[tuple[str, int], int] = {}
     for sim in sims:
-        if sim.get("termination_reason") == INFRA:
+        if sim.get("termination_reason") == INFRA and sim.get("trial") is not None:
             key = _trial_key(sim)
             if key in results:
                 drop.add(id(sim))

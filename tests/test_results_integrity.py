@@ -191,3 +191,15 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
             await backend.close()
 
     asyncio.run(go())
+
+
+def test_simulations_without_a_trial_number_are_not_copies(tmp_path):
+    """A hand-made list may leave out trial numbers: two such simulations of one task are two
+    simulations, not a conflict."""
+    path = tmp_path / "list.json"
+    sims = [
+        {"id": "a", "task_id": "t", "reward_info": {"reward": 1.0}},
+        {"id": "b", "task_id": "t", "reward_info": {"reward": 0.0}},
+    ]
+    path.write_text(json.dumps(sims))
+    assert [s["id"] for s in load_results(path)["simulations"]] == ["a", "b"]
