@@ -60,6 +60,7 @@ def interrupted_message(save_to: Path | None) -> str:
 def stopped_message(reason: str, save_to: Path | None) -> str:
     """One sentence for a run stopped part-way (its server gone): why, what is kept, and how
     to go on once the cause is fixed."""
+    reason = f"{reason}, so the run stopped"
     if save_to is None:
         return f"{reason}; nothing was saved"
     try:

@@ -132,6 +132,7 @@ def test_killed_server_stops_the_run_with_one_sentence_and_it_resumes(tmp_path: 
     assert run.returncode == 1, err[-2000:]
     assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
     assert "stopped accepting connections (connection refused)" in lines[0]
+    assert "so the run stopped" in lines[0]
     assert "rerun the same command (same --save-to) to run only the rest" in lines[0]
     assert "Traceback" not in out + err
     kept = load_results(save_to)["simulations"]

@@ -222,7 +222,7 @@ class HttpExchange:
                     return  # it accepted the connection: up, if not yet well
         self._gone = ServerGone(
             f"tau-server at {self.base_url} stopped accepting connections ({reason}) and "
-            f"still refused them {DEAD_SERVER_S:.0f} s later, so the run stops"
+            f"still refused them {DEAD_SERVER_S:.0f} s later"
         )
         raise self._gone
 
