@@ -27,10 +27,11 @@ from harness.backends import exchange as exchange_mod
 from harness.backends.exchange import HttpExchange
 from harness.errors import ServerGone
 from harness.results import load_results
-from tests.conformance import ROOT
-from tests.server_support import DATA_DIR, domain_ready, free_port
+from tests.support.data import DEMO_DIR, ROOT
+from tests.support.server import free_port
 
-pytestmark = pytest.mark.skipif(domain_ready("mock") is not None, reason=str(domain_ready("mock")))
+pytestmark = pytest.mark.e2e
+DATA_DIR = DEMO_DIR  # the bundled demo set: no reference data needed
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
 
 

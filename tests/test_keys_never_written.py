@@ -92,12 +92,6 @@ def _search_files(folder: Path, skip: set[Path] = frozenset()) -> list[str]:
     return leaks
 
 
-@pytest.fixture
-def fake():
-    with FakeLLMServer() as server:
-        yield server
-
-
 def _agent_args(fake: FakeLLMServer) -> str:
     return json.dumps(
         {
@@ -171,6 +165,7 @@ def _user_replies(body: dict) -> dict:
     return text("Please create a task for me.")
 
 
+@pytest.mark.needs_data("retail")
 def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None:
     out = Outputs()
     fake.respond("user-model", _user_replies)

@@ -16,10 +16,11 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.results import ResultsError, ResultsFile, load_results
-from tests.harness_support import needs_data
+from tests.support.data import DEMO_DIR
 
 cli = CliRunner()
-RUN = ["run", "--domain", "mock", "--agent", "oracle", "--user", "scripted"]
+DATA = ["--data-dir", str(DEMO_DIR)]  # the bundled demo set: these tests need no reference data
+RUN = ["run", "--domain", "mock", "--agent", "oracle", "--user", "scripted", *DATA]
 
 
 def _run(save_to: Path, *extra: str):
@@ -28,8 +29,6 @@ def _run(save_to: Path, *extra: str):
 
 @pytest.fixture
 def results_file(tmp_path: Path) -> Path:
-    if needs_data.args[0]:
-        pytest.skip(needs_data.kwargs["reason"])
     path = tmp_path / "run.json"
     result = _run(path, "--num-trials", "2")
     assert result.exit_code == 0, result.output
@@ -58,6 +57,7 @@ def _readers(path: Path, tmp_path: Path) -> dict[str, list[str]]:
             str(tmp_path / "regraded.json"),
             "--judge-llm",
             "none",
+            *DATA,
         ],
         "resume": [*RUN, "--num-tasks", "3", "--num-trials", "2", "--save-to", str(path)],
     }
@@ -135,16 +135,15 @@ def test_exact_copies_count_once(results_file, tmp_path):
 
 
 def test_unknown_task_of_the_domain_is_refused_for_a_file_without_a_task_list(tmp_path):
-    if needs_data.args[0]:
-        pytest.skip(needs_data.kwargs["reason"])
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps([{"id": "a", "task_id": "not_a_mock_task", "trial": 0}]))
     assert load_results(bare)["simulations"][0]["id"] == "a"  # no list, no domain: kept
     with pytest.raises(ResultsError, match="not a task of this domain"):
-        load_results(bare, task_ids={"create_task_1"})
+        load_results(bare, task_ids={"demo_create"})
     result = cli.invoke(
         app,
-        ["evaluate", "--domain", "mock", "--input", str(bare), "--save-to", str(tmp_path / "o")],
+        ["evaluate", "--domain", "mock", "--input", str(bare), "--save-to", str(tmp_path / "o")]
+        + DATA,
     )
     assert result.exit_code == 1 and "not_a_mock_task" in result.output
     assert "Traceback" not in result.output
@@ -165,26 +164,24 @@ def test_infrastructure_errors_superseded_by_a_result_are_dropped(tmp_path):
 def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
     """A file whose header gains tasks as they are played never has a simulation in its
     journal whose task the saved header does not list (readers would refuse it)."""
-    if needs_data.args[0]:
-        pytest.skip(needs_data.kwargs["reason"])
     import asyncio
 
     from harness.backends.http import in_process_backend
     from harness.runner import RunConfig
     from harness.serve.simulation import ServeRunner, SimulationHub
-    from tests.harness_support import load
+    from tests.support.harness import load
 
     async def go() -> None:
-        domain = load("mock")
+        domain = load("mock", DEMO_DIR)
         backend = await in_process_backend({"mock": domain})
         try:
             config = RunConfig(domain="mock", agent="mcp", user="scripted", save_to=None)
             hub = SimulationHub(ServeRunner(backend, domain, config), tmp_path / "s.json")
-            simulation = hub.create("create_task_1", 0)
+            simulation = hub.create("demo_create", 0)
             await simulation.end()
             await asyncio.sleep(0)
             saved_header = json.loads((tmp_path / "s.json").read_text())["tasks"]
-            assert [t["id"] for t in saved_header] == ["create_task_1"]
+            assert [t["id"] for t in saved_header] == ["demo_create"]
             assert load_results(tmp_path / "s.json")["simulations"]
             await hub.close()
         finally:

@@ -27,12 +27,9 @@ from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
 from servers.guards import LOOPBACK_HOSTS
 from servers.stdio import build_stdio_server
-from tests.server_support import DATA_DIR, InProcess, serving
+from tests.support.server import DATA_DIR, InProcess, serving
 
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
-needs_reference_tools = pytest.mark.skipif(
-    not TOOLS_DIR.is_dir(), reason=f"reference tool texts not found at {TOOLS_DIR}"
-)
 SIDES = ("agent", "user")
 
 
@@ -49,7 +46,7 @@ async def _request_tools(client: Client) -> list[dict]:
     ]
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 async def test_every_http_endpoint_lists_the_reference_tools() -> None:
     domains = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
     async with serving(domains) as srv, srv.http() as http:
@@ -67,7 +64,7 @@ async def test_every_http_endpoint_lists_the_reference_tools() -> None:
                     assert got == expected, f"{path} lists other tools than the reference"
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 @pytest.mark.parametrize("side", SIDES)
 async def test_stdio_lists_the_reference_tools(side: str) -> None:
     server = build_stdio_server("telecom", side, data_dir=DATA_DIR)
@@ -75,7 +72,7 @@ async def test_stdio_lists_the_reference_tools(side: str) -> None:
         assert await _request_tools(client) == _reference("telecom", side)
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 async def test_annotations_stay_derived_from_the_engine_tool_kinds() -> None:
     async with serving(["airline"]) as srv:
         async with srv.mcp("/airline/agent/mcp") as client:
@@ -106,7 +103,7 @@ async def test_demo_data_lists_our_own_descriptions() -> None:
     assert tool_listing(load_domains(["mock"], DEMO_DIR)["mock"], "agent").source == "own"
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 def test_partial_reference_keeps_our_tools_and_skips_unknown_ones(tmp_path: Path, caplog) -> None:
     """Reference texts for another engine version: run what we have, in the reference's order,
     ours (with our texts) last, and say so in the log."""
@@ -142,7 +139,7 @@ def test_corrupt_reference_tools_fail_with_one_sentence(tmp_path: Path) -> None:
         tool_listing(load_domains(["mock"], data)["mock"], "agent")
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 def test_solo_agent_offers_the_reference_stop_tool() -> None:
     """Solo requests carry agent tools, user tools, then the finishing tool: the first two come
     over MCP, the last from the same reference file."""
