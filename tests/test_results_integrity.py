@@ -167,8 +167,8 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
     import asyncio
 
     from harness.backends.http import in_process_backend
-    from harness.runner import RunConfig
-    from harness.serve.simulation import ServeRunner, SimulationHub
+    from harness.config import RunConfig
+    from harness.serve.host import make_hub
     from tests.support.harness import load
 
     async def go() -> None:
@@ -176,7 +176,7 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
         backend = await in_process_backend({"mock": domain})
         try:
             config = RunConfig(domain="mock", agent="mcp", user="scripted", save_to=None)
-            hub = SimulationHub(ServeRunner(backend, domain, config), tmp_path / "s.json")
+            hub = make_hub(backend, domain, config, tmp_path / "s.json")
             simulation = hub.create("demo_create", 0)
             await simulation.end()
             await asyncio.sleep(0)
