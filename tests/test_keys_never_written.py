@@ -24,12 +24,11 @@ import pytest
 
 from harness import redaction
 from harness.results import ResultsFile, load_results
-from tests.conformance import DATA_DIR, ROOT
-from tests.fake_llm_server import FakeLLMServer, echo_key, text
-from tests.harness_support import needs_data
-from tests.server_support import free_port, real_server
+from tests.support.data import DATA_DIR, ROOT
+from tests.support.fake_llm_server import FakeLLMServer, echo_key, text
+from tests.support.server import free_port, real_server
 
-pytestmark = needs_data
+pytestmark = [pytest.mark.needs_data("mock"), pytest.mark.e2e]
 
 PLANTED = {
     "agent api_key": "sk-agent-PLANTED-0001aaaa",
@@ -165,6 +164,7 @@ def _user_replies(body: dict) -> dict:
     return text("Please create a task for me.")
 
 
+@pytest.mark.needs_data("retail")
 @pytest.mark.needs_data("retail")
 def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None:
     out = Outputs()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def serve(
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import bind_socket, make_hub
+        from harness.serve.host import bind_socket, graceful_stop, make_hub, quiet_server
 
         loaded = load_domain(domain, data_dir)
         sock = bind_socket(host, port)
@@ -126,13 +127,19 @@ def serve(
                 f"(POST /simulations)",
                 err=True,
             )
-            try:
-                await uvicorn.Server(settings).serve(sockets=[sock])
-            finally:
-                sock.close()
-                await hub.close()
-                if save_to is not None:
-                    typer.echo(f"results saved to {save_to}", err=True)
+            http = quiet_server(settings)
+            with graceful_stop(http) as received:
+                try:
+                    await http.serve(sockets=[sock])
+                finally:
+                    sock.close()
+                    # open simulations are recorded (infrastructure errors), the file written
+                    await hub.close()
+                    if received:
+                        stopped = ", ".join(signal.Signals(n).name for n in received[:1])
+                        typer.echo(f"tau-harness serve: stopped by {stopped}", err=True)
+                    if save_to is not None:
+                        typer.echo(f"results saved to {save_to}", err=True)
         finally:
             await backend.close()
 
