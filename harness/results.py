@@ -9,8 +9,7 @@ simulation. Reading a results file folds in its journal; a finished run removes 
 Every reader (resume, `view`, `report`, `evaluate`, serve) gets a file through `load_results`,
 which also refuses what a hand edit can break: two different results for one (task, trial), or a
 simulation of a task the file (or the domain) does not have. Exact copies of one simulation are
-folded into one, and an infrastructure-error record of a (task, trial) that also has a result
-is dropped (it is a failed attempt the result replaced); see docs/harness.md.
+folded into one; see docs/harness.md.
 """
 
 from __future__ import annotations
@@ -122,8 +121,9 @@ def _canonical(sim: dict[str, Any]) -> str:
 
 
 def _one_result_per_trial(path: Path, sims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The simulations with exact copies folded and superseded infrastructure errors dropped;
-    two different results for one (task, trial) are refused, naming them."""
+    """The simulations with exact copies folded; two different results for one (task, trial)
+    are refused, naming them. Infrastructure-error records are attempts, not results: any
+    number of them may sit beside a result (readers count them as they see fit)."""
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for sim in sims:
         # a simulation without a trial number (a hand-made list) is no copy of another
@@ -147,17 +147,6 @@ def _one_result_per_trial(path: Path, sims: list[dict[str, Any]]) -> list[dict[s
             f"{path} holds {len(copies)} different results for task '{task}' trial {trial} "
             f"(simulations {ids}){more}; keep one of them and delete the others"
         )
-    # Of infrastructure errors: none where the (task, trial) has a result, else the last one.
-    last_infra: dict[tuple[str, int], int] = {}
-    for sim in sims:
-        if sim.get("termination_reason") == INFRA and sim.get("trial") is not None:
-            key = _trial_key(sim)
-            if key in results:
-                drop.add(id(sim))
-            else:
-                if key in last_infra:
-                    drop.add(last_infra[key])
-                last_infra[key] = id(sim)
     return [sim for sim in sims if id(sim) not in drop] if drop else sims
 
 

@@ -2,7 +2,7 @@
 
 Two different results for one (task, trial), or a simulation of a task the file does not list,
 are refused in one sentence naming them by every reader (resume, view, report, evaluate); exact
-copies of one simulation count once; an infrastructure error superseded by a result is dropped.
+copies of one simulation count once; infrastructure errors are attempts, never conflicts.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def test_unknown_task_of_the_domain_is_refused_for_a_file_without_a_task_list(tm
     assert "Traceback" not in result.output
 
 
-def test_infrastructure_errors_superseded_by_a_result_are_dropped(tmp_path):
+def test_infrastructure_errors_beside_a_result_are_attempts_not_conflicts(tmp_path):
     path = tmp_path / "r.json"
     results = ResultsFile(path, {"note": "x"}, [{"id": "t1"}, {"id": "t2"}])
     failed = {"task_id": "t1", "trial": 0, "termination_reason": "infrastructure_error"}
@@ -158,7 +158,7 @@ def test_infrastructure_errors_superseded_by_a_result_are_dropped(tmp_path):
     results.add({"id": "f2", **failed, "task_id": "t2"})
     results.add({"id": "f3", **failed, "task_id": "t2"})
     results.save()
-    assert [s["id"] for s in load_results(path)["simulations"]] == ["ok", "f3"]
+    assert [s["id"] for s in load_results(path)["simulations"]] == ["f1", "ok", "f2", "f3"]
 
 
 def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
