@@ -231,6 +231,17 @@ def redact_header(info: Any) -> Any:
     return info
 
 
+def redact_document(document: dict[str, Any]) -> dict[str, Any]:
+    """A results document as any writer may write it: the header's recorded model arguments
+    redacted by name, and their values (with every other secret in play) wherever they occur.
+    A document without keys comes back unchanged, so its bytes do too."""
+    info = document.get("info")
+    secrets = sorted(set(secrets_in_play()) | header_secrets(info), key=len, reverse=True)
+    if isinstance(info, dict):
+        document = {**document, "info": redact_header(info)}
+    return redact(document, secrets)
+
+
 def _at(value: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None

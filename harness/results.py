@@ -25,6 +25,7 @@ from typing import Any
 from conversation.messages import now
 from harness import redaction
 from harness.metrics import INFRA
+from harness.results_layouts import LayoutError, dir_paths, read_dir
 from harness.results_shape import shape_problem
 
 
@@ -59,19 +60,21 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 
 def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[str, Any]:
-    """A results file (with its journal folded in), or a bare list of simulations wrapped as one.
+    """A results file (with its journal folded in), a bare list of simulations wrapped as one,
+    or the reference's folder layout (results.json + simulations/, given as either).
 
     Refused in one sentence: a file that is not one, a malformed simulation, two different
     results for one (task, trial), and a simulation of a task that is not among the file's tasks
     (when it lists them) or, given `task_ids`, not a task of the domain."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except FileNotFoundError:
-        raise ResultsError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read results file {path}: {exc}") from None
+    text: str | None = None  # the data as read, when it is one file
+    if dir_paths(path) is not None:
+        try:
+            data: Any = read_dir(path)
+        except LayoutError as exc:
+            raise ResultsError(str(exc)) from None
+    else:
+        data, text = _read_single(path)
     if isinstance(data, list):
         data = {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
@@ -93,7 +96,9 @@ def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[st
         data["simulations"] = [*data["simulations"], *extra]
     data["simulations"] = _one_result_per_trial(path, data["simulations"])
     check_tasks(path, data, task_ids)
-    return _without_keys(data, text + "".join(json.dumps(sim) for sim in extra))
+    if text is None:
+        text = json.dumps(data, default=str)
+    return _without_keys(data, text + "".join(json.dumps(sim, default=str) for sim in extra))
 
 
 def _without_keys(data: dict[str, Any], text: str) -> dict[str, Any]:
@@ -168,6 +173,18 @@ def check_tasks(path: Path, data: dict[str, Any], task_ids: Collection[str] | No
             )
 
 
+def _read_single(path: Path) -> tuple[Any, str]:
+    """A one-file results document, and its text (searched for keys before anything is
+    walked)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text), text
+    except FileNotFoundError:
+        raise ResultsError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"cannot read results file {path}: {exc}") from None
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -192,8 +209,7 @@ def atomic_write(path: Path, text: str) -> None:
 def results_text(document: dict[str, Any]) -> str:
     """A whole results document as written by a command that writes one at once (`evaluate`),
     keys redacted as ResultsFile redacts them."""
-    document = {**document, "info": redaction.redact_header(document.get("info"))}
-    return json.dumps(redaction.redact(document), indent=1, default=str)
+    return json.dumps(redaction.redact_document(document), indent=1, default=str)
 
 
 class ResultsFile:

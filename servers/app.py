@@ -37,6 +37,7 @@ from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
 from servers.engine.errors import EngineError, UnknownEpisode
 from servers.engine.ids import check_episode_id
+from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
 from servers.guards import (
@@ -75,6 +76,10 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ()
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a whole request body
+    # The retrieval config (and its kwargs) of episodes that name none, for domains that have
+    # retrieval configs (banking_knowledge); None: each domain's own default.
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
 
 def episode_from_scope() -> Episode:
@@ -95,34 +100,73 @@ class TauServer:
         self.settings = settings or ServerSettings()
         self.store = EpisodeStore(domains, capacity=self.settings.capacity)
         lazy = self.settings.lazy_mcp
-        self.mcp_apps = McpApps(
-            {
-                (name, side): self._side_app_builder(name, side)
-                for name in domains
-                for side in SIDES
-            },
-            lazy=lazy,
-        )
-        self.fast_calls: dict[tuple[str, str], FastToolCalls] = {}  # see servers/fast_calls.py
+        # One MCP app per (domain, side, variant): a domain with retrieval configs lists each
+        # config's agent tools on an app of its own, built when an episode first needs it.
+        eager: dict = {}
+        on_demand: dict = {}
         for name, domain in domains.items():
             for side in SIDES:
-                fast = FastToolCalls.for_domain(domain, side)
-                if fast is not None:
-                    self.fast_calls[(name, side)] = fast
-        ep_apps = McpApps({name: self._ep_app_builder(name) for name in domains}, lazy=lazy)
-        self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
+                variants = self.variant_names(domain, side)
+                if variants is None:
+                    eager[(name, side, None)] = self._side_app_builder(name, side, None)
+                for variant in variants or ():
+                    on_demand[(name, side, variant)] = self._side_app_builder(name, side, variant)
+        self.mcp_apps = McpApps(eager, lazy=lazy, on_demand=on_demand)
+        self.fast_calls: dict[tuple[str, str, str | None], FastToolCalls] = {}  # fast_calls.py
+        for key in [*eager, *on_demand]:
+            fast = FastToolCalls.for_domain(domains[key[0]], key[1], key[2])
+            if fast is not None:
+                self.fast_calls[key] = fast
+        ep_eager = {
+            (name, None): self._ep_app_builder(name, None)
+            for name, domain in domains.items()
+            if domain.variants is None
+        }
+        ep_on_demand = {
+            (name, variant): self._ep_app_builder(name, variant)
+            for name, domain in domains.items()
+            for variant in (self.variant_names(domain, "agent") or ())
+        }
+        ep_apps = McpApps(ep_eager, lazy=lazy, on_demand=ep_on_demand)
+        self.ep = EvalProtocolBridge(
+            self.store, ep_apps, self.default_episode, self.resolve_variant
+        )
         self._serializer_limiter: anyio.CapacityLimiter | None = None
 
-    def _side_app_builder(self, domain: str, side: Side):
+    # --- retrieval configs (engine variants) ------------------------------------------------
+    @staticmethod
+    def variant_names(domain: Domain, side: Side) -> list[str] | None:
+        """The variants whose tools differ on this side (None: one set of tools)."""
+        catalog = domain.variants
+        return list(catalog.names) if catalog is not None and side == "agent" else None
+
+    def resolve_variant(
+        self, domain: Domain, name: str | None, kwargs: dict[str, Any] | None
+    ) -> Variant | None:
+        """An episode's variant: the one asked for, else the server's default (for domains that
+        have retrieval configs); one sentence (400) when it is unknown or cannot run here."""
+        if domain.variants is not None and name is None:
+            name = self.settings.retrieval_config
+            kwargs = self.settings.retrieval_kwargs if kwargs is None else kwargs
+        return domain.resolve_variant(name, kwargs)
+
+    @staticmethod
+    def app_key(domain: str, side: str, episode: Episode | None) -> tuple:
+        variant = episode.variant if episode is not None and side == "agent" else None
+        return (domain, side, variant.name if variant is not None else None)
+
+    def _side_app_builder(self, domain: str, side: Side, variant: str | None):
         def build():
             from servers.mcp_tools import build_mcp_server
 
-            server = build_mcp_server(self.domains[domain], side, episode_from_scope)
+            server = build_mcp_server(
+                self.domains[domain], side, episode_from_scope, variant=variant
+            )
             return server.http_app(path="/mcp", json_response=True)
 
         return build
 
-    def _ep_app_builder(self, domain: str):
+    def _ep_app_builder(self, domain: str, variant: str | None):
         def build():
             from servers.integrations.ep_calls import record_tool_calls
             from servers.mcp_tools import build_mcp_server
@@ -134,6 +178,7 @@ class TauServer:
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
                 name=f"tau2-{domain}-eval-protocol",
+                variant=variant,
             )
             record_tool_calls(ep_server, episode_from_scope)
             return ep_server.http_app(path="/mcp", json_response=True)
@@ -144,7 +189,10 @@ class TauServer:
         """The domain's shared episode for manual use, created from the domain DB on demand."""
         episode = self.store.find(domain, DEFAULT_EPISODE)
         if episode is None:
-            episode = self.store.create(domain, None, DEFAULT_EPISODE, replace=True)
+            variant = self.resolve_variant(self.store.domain(domain), None, None)
+            episode = self.store.create(
+                domain, None, DEFAULT_EPISODE, replace=True, variant=variant
+            )
         return episode
 
     def all_mcp_apps(self) -> list[Starlette]:
@@ -180,7 +228,7 @@ class TauServer:
         side: str,
         episode_id: str | None,
     ) -> None:
-        if not self.mcp_apps.knows((domain, side)):
+        if domain not in self.domains or side not in SIDES:
             reason = (
                 f"unknown domain '{domain}'"
                 if domain not in self.domains
@@ -189,7 +237,11 @@ class TauServer:
             await send_json_error(send, 404, reason)
             return
         if episode_id is None:
-            episode: Episode | None = self.default_episode(domain)
+            try:
+                episode: Episode | None = self.default_episode(domain)
+            except EngineError as exc:  # the server's default retrieval config cannot run
+                await send_json_error(send, exc.status, str(exc))
+                return
         else:
             episode = self.store.find(domain, episode_id)
             if episode is None and scope["method"] != "DELETE":
@@ -197,13 +249,18 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
-        fast = self.fast_calls.get((domain, side))
+        key = self.app_key(domain, side, episode)
+        if key not in self.fast_calls and not self.mcp_apps.knows(key):
+            # An episode without a config in a domain that has them: its toolkit is the
+            # config the domain's own toolkit is (banking_knowledge: no_knowledge).
+            key = (domain, side, self.store.domain(domain).spec.tool_variant)
+        fast = self.fast_calls.get(key)
         if fast is not None and episode is not None:
             replay = await fast.serve(scope, receive, send, episode)
             if replay is None:
                 return
             receive = replay
-        app = await self.mcp_apps.get((domain, side))
+        app = await self.mcp_apps.get(key)
         if episode_id is not None and episode is not None:
             transport_id = dict(scope["headers"]).get(b"mcp-session-id")
             send = mcp_sessions.track(
@@ -222,13 +279,16 @@ class TauServer:
 
     async def create_episode(self, request: Request) -> JSONResponse:
         domain = request.path_params["domain"]
-        self.store.domain(domain)
+        loaded = self.store.domain(domain)
         body = await _json_body(request)
         task_id = _optional_str(body, "task_id")
         episode_id = _optional_str(body, "episode_id")
         if episode_id is not None:
             check_episode_id(episode_id)
-        episode = self.store.create(domain, task_id, episode_id)
+        config = _optional_str(body, NAME_OPTION)
+        kwargs = _optional_object(body, KWARGS_OPTION)
+        variant = self.resolve_variant(loaded, config, kwargs)
+        episode = self.store.create(domain, task_id, episode_id, variant=variant)
         base = f"/{domain}/episodes/{episode.id}"
         return JSONResponse(
             {
@@ -400,6 +460,13 @@ def _optional_str(body: dict[str, Any], key: str) -> str | None:
     value = body.get(key)
     if value is not None and not isinstance(value, str):
         raise BadRequest(f"'{key}' must be a string or null")
+    return value
+
+
+def _optional_object(body: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise BadRequest(f"'{key}' must be an object or null")
     return value
 
 

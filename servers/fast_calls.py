@@ -39,20 +39,26 @@ class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
     endpoint built by `servers.mcp_tools.build_mcp_server`."""
 
-    def __init__(self, domain: Domain, side: Side) -> None:
+    def __init__(self, domain: Domain, side: Side, variant: str | None = None) -> None:
+        """`variant`: the retrieval config whose endpoint this is (its tools are listed and
+        called here too), for a domain that has them."""
         tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-        self.domain, self.side = domain, side
+        self.domain, self.side, self.variant = domain, side, variant
         self.tool_names = set(tools.specs) if tools is not None else set()
+        if variant is not None and domain.variants is not None:
+            self.tool_names |= set(domain.variants.added_specs(variant))
         # FastMCP reports the version the server was built with: ours.
         self.server_info = {"name": server_name(domain.name, side), "version": package_version()}
         self._listing: dict[str, Any] | None = None
 
     @classmethod
-    def for_domain(cls, domain: Domain, side: Side) -> FastToolCalls | None:
+    def for_domain(
+        cls, domain: Domain, side: Side, variant: str | None = None
+    ) -> FastToolCalls | None:
         """None when switched off (`TAU_MCP_FULL_PATH`): FastMCP then answers everything."""
         if os.environ.get(DISABLE_ENV):
             return None
-        return cls(domain, side)
+        return cls(domain, side, variant)
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
@@ -98,7 +104,9 @@ class FastToolCalls:
 
     def listing(self) -> dict[str, Any]:
         if self._listing is None:
-            self._listing = tools_list_result(self.domain, self.side, self.server_info)
+            self._listing = tools_list_result(
+                self.domain, self.side, self.server_info, self.variant
+            )
         return self._listing
 
     def _plain_headers(self, scope: Scope) -> tuple[bytes, bytes | None] | None:

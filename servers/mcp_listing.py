@@ -36,9 +36,11 @@ def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
     }
 
 
-def tools_list_result(domain: Domain, side: Side, server_info: dict[str, str]) -> dict[str, Any]:
-    """The `tools/list` result of a (domain, side) endpoint, as FastMCP's modern transport
-    gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
+def tools_list_result(
+    domain: Domain, side: Side, server_info: dict[str, str], variant: str | None = None
+) -> dict[str, Any]:
+    """The `tools/list` result of a (domain, side, retrieval config) endpoint, as FastMCP's
+    modern transport gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
     tools = [
         {
             "_meta": {"fastmcp": {"tags": []}},
@@ -48,7 +50,7 @@ def tools_list_result(domain: Domain, side: Side, server_info: dict[str, str]) -
             "name": spec.name,
             "title": tool_title(spec.name),
         }
-        for spec in tool_listing(domain, side).tools
+        for spec in tool_listing(domain, side, variant).tools
     ]
     return {
         "cacheScope": "private",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastmcp import FastMCP
@@ -26,13 +27,18 @@ def build_stdio_server(
     side: Side = "agent",
     task_id: str | None = None,
     data_dir: str | Path | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> FastMCP:
-    """A FastMCP server whose tools act on one episode created now (from the task if given)."""
+    """A FastMCP server whose tools act on one episode created now (from the task if given,
+    with the retrieval config if the domain has them)."""
     domains = load_domains([domain_name], data_dir)
     domain = domains[domain_name]
     domain.warm()
-    episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE)
-    return build_mcp_server(domain, side, lambda: episode)
+    variant = domain.resolve_variant(retrieval_config, retrieval_kwargs)
+    episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE, variant=variant)
+    listed = variant.name if variant is not None and side == "agent" else None
+    return build_mcp_server(domain, side, lambda: episode, variant=listed)
 
 
 def run_stdio(
@@ -40,11 +46,15 @@ def run_stdio(
     side: Side = "agent",
     task_id: str | None = None,
     data_dir: str | Path | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    server = build_stdio_server(domain_name, side, task_id, data_dir)
+    server = build_stdio_server(
+        domain_name, side, task_id, data_dir, retrieval_config, retrieval_kwargs
+    )
     anyio.run(_serve_stdio, server)
 
 

@@ -33,8 +33,17 @@ TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
 
 
-def _reference(domain: str, side: str) -> list[dict]:
-    return json.loads((TOOLS_DIR / f"{domain}.json").read_text())[side]
+def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
+    """The schemas the reference sends for a side. A file listing tools per variant
+    (banking_knowledge: per retrieval config) names them; without a config, the variant the
+    domain's own toolkit is."""
+    raw = json.loads((TOOLS_DIR / f"{domain}.json").read_text())
+    entries = raw[side]
+    if isinstance(entries, dict):
+        entries = entries[config or domain_spec(domain).tool_variant]
+    named = dict(raw.get("schemas") or {})
+    named.update({e["function"]["name"]: e for e in raw.get(f"{side}_schemas") or []})
+    return [named[e] if isinstance(e, str) else e for e in entries]
 
 
 async def _request_tools(client: Client) -> list[dict]:
@@ -49,7 +58,8 @@ async def _request_tools(client: Client) -> list[dict]:
 @pytest.mark.needs_data("reference_texts")
 async def test_every_http_endpoint_lists_the_reference_tools() -> None:
     domains = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
-    async with serving(domains) as srv, srv.http() as http:
+    # banking_knowledge's tools depend on the retrieval config: the server's default here.
+    async with serving(domains, retrieval_config="bm25_grep") as srv, srv.http() as http:
         for domain in domains:
             created = (await http.post(f"/{domain}/episodes", json={})).json()
             paths = {
@@ -57,11 +67,27 @@ async def test_every_http_endpoint_lists_the_reference_tools() -> None:
                 "user": [created["user_mcp"], f"/{domain}/user/mcp"],
             }
             for side, endpoints in paths.items():
-                expected = _reference(domain, side)
+                expected = _reference(domain, side, "bm25_grep")
                 for path in endpoints:
                     async with srv.mcp(path) as client:
                         got = await _request_tools(client)
                     assert got == expected, f"{path} lists other tools than the reference"
+
+
+@pytest.mark.needs_data("banking_knowledge", "reference_texts")
+async def test_a_banking_episode_lists_its_retrieval_configs_tools() -> None:
+    if not (TOOLS_DIR / "banking_knowledge.json").is_file():
+        pytest.skip("banking_knowledge's reference tool texts are not in the data")
+    async with serving(["banking_knowledge"]) as srv, srv.http() as http:
+        for config in ("no_knowledge", "grep_only", "bm25", "bm25_grep", "golden_retrieval"):
+            created = await http.post(
+                "/banking_knowledge/episodes",
+                json={"task_id": "task_001", "retrieval_config": config},
+            )
+            assert created.status_code == 201, created.text
+            async with srv.mcp(created.json()["agent_mcp"]) as client:
+                got = await _request_tools(client)
+            assert got == _reference("banking_knowledge", "agent", config), config
 
 
 @pytest.mark.needs_data("reference_texts")

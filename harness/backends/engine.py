@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backends import EpisodeRef, Side, ToolInfo, ToolResult
+from harness.backends import EpisodeOptions, EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
 from servers.engine.tool_listing import tool_listing
@@ -34,10 +34,16 @@ class EngineBackend:
     def __init__(self, domains: dict[str, Domain]) -> None:
         self.store = EpisodeStore(domains)
 
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
-        episode = self.store.create(domain, task_id)
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef:
+        options = options or EpisodeOptions()
+        loaded = self.store.domain(domain)
+        variant = loaded.resolve_variant(options.retrieval_config, options.retrieval_kwargs)
+        episode = self.store.create(domain, task_id, variant=variant)
         base = f"/{domain}/episodes/{episode.id}"
-        return EpisodeRef(domain, episode.id, f"{base}/agent/mcp", f"{base}/user/mcp")
+        config = variant.name if variant is not None else None
+        return EpisodeRef(domain, episode.id, f"{base}/agent/mcp", f"{base}/user/mcp", config)
 
     async def open_session(self, ref: EpisodeRef, side: Side) -> _EngineSession:
         return _EngineSession(self.store, ref, side)

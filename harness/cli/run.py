@@ -19,13 +19,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from conversation.llm import set_request_gate
 from harness.backends import EpisodeBackend, InfrastructureError
 from harness.cli.common import (
+    DOMAIN_HELP,
     JUDGE_HELP,
+    RETRIEVAL_HELP,
+    RETRIEVAL_KWARGS_HELP,
     console,
     fail,
     judge_option,
     llm_args_option,
     load_domain,
     open_backend,
+    retrieval_kwargs_option,
     split_ids,
 )
 from harness.cli.review import REVIEW_LLM_HELP
@@ -53,6 +57,7 @@ from servers.engine.errors import EngineError
 
 #: Extra arguments are `--task-ids a b c` as the reference's CLI takes them.
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": False}
+PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
 _FROM = (
@@ -64,7 +69,16 @@ _FROM = (
 
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(None, "--domain", help=DOMAIN_HELP),
+    preset: str = typer.Option(
+        None,
+        "--preset",
+        help="Fill the options from a named run shape (`tau-harness presets` lists them); "
+        "options given here win.",
+    ),
+    show_preset: bool = typer.Option(
+        False, "--show", help="With --preset: print what the preset sets, and do not run."
+    ),
     agent: str = typer.Option(
         "llm",
         help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
@@ -99,6 +113,12 @@ def run(
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help="A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+        "default: the domain's own tasks.",
+    ),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
     ),
@@ -161,8 +181,20 @@ def run(
         "full", "--review-mode", help="With --auto-review: full or user."
     ),
     review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Run simulations, grade them and save the results."""
+    if preset is not None:
+        return _with_preset(ctx, preset, show_preset)
+    if show_preset:
+        fail("--show goes with --preset NAME")
+    if not domain:
+        fail(
+            "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
+        )
     if ctx.args:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
         # here. Anything else left over is a mistake worth one clear sentence.
@@ -192,12 +224,15 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=judge_option(judge_llm, judge_llm_args),
         save_to=save_to,
+        preset=ctx.meta.get(PRESET_KEY),
         review=_review_settings(auto_review, review_mode, review_llm),
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
     try:
         limits = parse_provider_limits(provider_limit)
         count = _worker_count(workers)
-        loaded = load_domain(domain, data_dir)
+        loaded = load_domain(domain, data_dir, task_set=task_set_name)
         if ray is None and count is not None and count != 1:
             simulations = _run_with_workers(
                 config, loaded, count, server, server_token, limits, agent_cmd, timeout
@@ -227,6 +262,23 @@ def run(
     failure = infra_failure_message(simulations, config.save_to)
     if failure:
         fail(failure)
+
+
+def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
+    """Run again with the preset's values where no option was given (or only show them)."""
+    from harness import presets
+    from harness.cli.presets import print_preset
+
+    try:
+        chosen = presets.load(name)
+        values, ctx.meta[PRESET_KEY] = presets.apply(ctx, chosen)
+    except presets.PresetError as exc:
+        fail(str(exc))
+        return
+    if show:
+        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"])
+        return
+    run(**{**values, "ctx": ctx, "preset": None})
 
 
 def _review_settings(auto: bool, mode: str, model: str | None) -> ReviewSettings | None:

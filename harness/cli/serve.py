@@ -11,7 +11,17 @@ from pathlib import Path
 import typer
 
 from harness import redaction
-from harness.cli.common import fail, json_arg, judge_option, load_domain, open_backend
+from harness.cli.common import (
+    DOMAIN_HELP,
+    RETRIEVAL_HELP,
+    RETRIEVAL_KWARGS_HELP,
+    fail,
+    json_arg,
+    judge_option,
+    load_domain,
+    open_backend,
+    retrieval_kwargs_option,
+)
 from harness.config import DEFAULT_SEED
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
@@ -23,7 +33,7 @@ log = logging.getLogger("tau.harness.serve")
 
 
 def serve(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     user: str = typer.Option("llm", help="The simulated customer: llm or scripted."),
     user_llm: str = typer.Option(
         None, "--user-llm", help="litellm model name for the user simulator."
@@ -61,6 +71,10 @@ def serve(
         None, "--judge-llm-args", help="JSON arguments for the judge's model."
     ),
     log_level: str = typer.Option("warning", "--log-level"),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     import uvicorn
@@ -88,6 +102,8 @@ def serve(
         max_errors=max_errors,
         judge=judge_option(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
     redaction.remember(token, server_token)
     if host not in LOOPBACK and not token:

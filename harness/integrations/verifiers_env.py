@@ -40,6 +40,7 @@ from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.wiring import shared_domain
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
+from servers.engine.tool_listing import tool_listing
 
 
 def _for_policy(message: Message) -> vf_types.Message:
@@ -85,20 +86,30 @@ class TauMcpEnv(vf.MultiTurnEnv):
 
     def __init__(self, settings: EpisodeSettings, domain: Domain, task_ids: list[str], **kwargs):
         self.settings, self.domain = settings, domain
+        variant = domain.resolve_variant(settings.retrieval_config, settings.retrieval_kwargs)
+
+        def policy(task_id: str) -> str:
+            if variant is None:
+                return domain.policy(solo=False)
+            return variant.policy(domain.task(task_id))
+
         rows = [
             {
-                "prompt": [
-                    {"role": "system", "content": conversation_prompt(domain.policy(solo=False))}
-                ],
+                "prompt": [{"role": "system", "content": conversation_prompt(policy(task_id))}],
                 "answer": "",
                 "info": {"task_id": task_id, "domain": domain.name},
             }
             for task_id in task_ids
         ]
         dataset = Dataset.from_list(rows)
+        specs = (
+            domain.spec.agent_tools.specs.values()
+            if variant is None
+            else tool_listing(domain, "agent", variant.name).tools
+        )
         tools = [
             {"name": spec.name, "description": spec.description, "parameters": spec.input_schema}
-            for spec in domain.spec.agent_tools.specs.values()
+            for spec in specs
         ]
         rubric = vf.Rubric(funcs=[self.tau_reward], weights=[1.0])
         super().__init__(
@@ -201,10 +212,15 @@ def load_environment(
     data_dir: str | Path | None = None,
     judge_llm: str | None = None,
     judge_llm_args: dict[str, Any] | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> TauMcpEnv:
-    """The tau-mcp environment for one domain and task split (or the given `task_ids`)."""
+    """The tau-mcp environment for one domain and task split (or the given `task_ids`);
+    banking_knowledge takes its retrieval config."""
     settings = EpisodeSettings(
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs,
         domain=domain,
         task_split=split,
         user=user,
@@ -221,6 +237,7 @@ def load_environment(
     settings.check("agent")
     try:
         loaded = shared_domain(domain, data_dir)
+        loaded.resolve_variant(retrieval_config, retrieval_kwargs)
         ids = list(task_ids) if task_ids else loaded.task_ids(split)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None

@@ -20,6 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
+from servers.engine.variants import Variant
 from servers.mcp_tools import tool_annotations
 
 SEND_MESSAGE = "send_message_to_user"
@@ -92,9 +93,12 @@ class UnknownToolsAsMoves(Middleware):
             return await _call(self.resolve, message.name, message.arguments or {})
 
 
-def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
-    """One server for every simulation of the domain; the policy is its instructions."""
-    policy = domain.policy()
+def build_simulation_mcp(
+    domain: Domain, resolve: ChannelResolver, variant: Variant | None = None
+) -> FastMCP:
+    """One server for every simulation of the domain; the policy is its instructions. With a
+    retrieval config (banking_knowledge), its policy and its agent tools."""
+    policy = variant.policy(None) if variant is not None else domain.policy()
     server = FastMCP(
         f"tau2-{domain.name}-simulation",
         instructions=policy,
@@ -103,6 +107,11 @@ def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
         middleware=[UnknownToolsAsMoves(resolve)],
     )
     specs = dict(domain.spec.agent_tools.specs)
+    if variant is not None:
+        added = variant.tools.specs if variant.tools is not None else {}
+        specs = {
+            n: ({**specs, **added})[n] for n in variant.agent_tools if n in specs or n in added
+        }
     for spec in specs.values():
         server.add_tool(
             MoveTool(

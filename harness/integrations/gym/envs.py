@@ -282,11 +282,15 @@ class AgentEnv(_TauEnv):
         judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
+        retrieval_config: str | None = None,
+        retrieval_kwargs: dict[str, Any] | None = None,
     ) -> None:
         settings = EpisodeSettings(
             domain=domain,
             task_id=task_id,
             task_split=task_split,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
             user=user,
             user_llm=user_llm or DEFAULT_LLM,
             user_llm_args=dict(user_llm_args or {}),
@@ -329,11 +333,15 @@ class UserEnv(_TauEnv):
         judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
+        retrieval_config: str | None = None,
+        retrieval_kwargs: dict[str, Any] | None = None,
     ) -> None:
         settings = EpisodeSettings(
             domain=domain,
             task_id=task_id,
             task_split=task_split,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
             agent=agent,
             agent_llm=agent_llm or DEFAULT_LLM,
             agent_llm_args=dict(agent_llm_args or {}),
