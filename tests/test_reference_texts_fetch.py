@@ -355,3 +355,43 @@ def test_dump_with_the_reference_meets_the_content_pins(tmp_path: Path) -> None:
         assert _sha(generated.read_bytes()) != manifest[rel]
     result = verify_data_dir(folder)
     assert result.ok, result.problems
+
+
+# What tau-mcp reads from the new texts (grading/review.py, the banking engine's discoverable
+# tools and tool listing): each must be a value our dump writes and the pins check.
+READ_BY_OUR_CODE = {
+    "review.json": [
+        "defaults/review_model",
+        "full_review/system_prompt",
+        "full_review/user_prompt_template",
+        "user_review/system_prompt_template",
+        "user_review/user_prompt_template",
+        "auth_classifier/system_prompt",
+        "auth_classifier/user_prompt_template",
+        "inputs/example_action_trajectory/action_key_order",
+        "parsing/extract_json/fence_regex",
+        "parsing/auth/regex",
+        "trajectory_format/message_joiner",
+        "trajectory_format/templates/turn_prefix",
+        "trajectory_format/templates/tool",
+        "trajectory_format/templates/tool_error",
+        "trajectory_format/templates/assistant",
+        "trajectory_format/templates/user",
+        "trajectory_format/templates/system",
+        "trajectory_format/templates/assistant_tool_calls_only",
+        "vocabulary/agent_severities",
+        "vocabulary/user_severities",
+        "vocabulary/auth_statuses",
+    ],
+    "banking_knowledge.json": ["discoverable_tools/agent", "discoverable_tools/user"],
+    "tools/banking_knowledge.json": ["schemas", "agent", "user"],
+    "tools/telecom-workflow.json": ["agent", "user", "solo/done_tool"],
+}
+
+
+def test_the_values_our_code_reads_are_pinned() -> None:
+    pins = content_pins(load_pins())
+    for rel, paths in READ_BY_OUR_CODE.items():
+        pinned = pins[f"{FOLDER}/{rel}"]["values"]
+        for path in paths:
+            assert any(path == p or path.startswith(p + "/") for p in pinned), (rel, path)

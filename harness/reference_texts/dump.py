@@ -158,6 +158,36 @@ def listed_tags(prompt: str) -> list[str]:
     return tags
 
 
+def regex_literals(source: str) -> list[str]:
+    """The patterns a function's source hands to `re` (`re.search(PATTERN, ...)`, directly or
+    through a name it assigned the pattern to), in order."""
+    tree = ast.parse(textwrap.dedent(source))
+    named = {
+        target.id: node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "re"
+            and node.args
+        ):
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.append(first.value)
+            elif isinstance(first, ast.Name) and first.id in named:
+                found.append(named[first.id])
+    return found
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -1139,6 +1169,16 @@ def review_values(ref: Reference) -> dict[str, Any]:
         )
 
     values.update(trajectory_templates(ref, MarkdownDisplay))
+    first = ref.message.AssistantMessage(role="assistant", content="first")
+    second = ref.message.UserMessage(role="user", content="second")
+    both = MarkdownDisplay.display_messages([first, second])
+    one, two = MarkdownDisplay.display_message(first), MarkdownDisplay.display_message(second)
+    if not (both.startswith(one) and both.endswith(two)):
+        raise ValueError("a conversation is not its messages joined")
+    fence = regex_literals(inspect.getsource(ref.llm_utils.extract_json_from_llm_response))
+    auth_reply = regex_literals(inspect.getsource(auth._parse_classification_response))
+    if len(fence) != 1 or len(auth_reply) != 1:
+        raise ValueError("the reply parsers do not use one pattern each")
     Action = ref.tasks.Action
     result_models = [
         sims.Review,
@@ -1154,6 +1194,9 @@ def review_values(ref: Reference) -> dict[str, Any]:
     run_args = cli_defaults()
     values.update(
         {
+            "trajectory_format.message_joiner": both[len(one) : len(both) - len(two)],
+            "parsing.extract_json.fence_regex": fence[0],
+            "parsing.auth.regex": auth_reply[0],
             "full_duplex.full_review_system_prompt": full.FULL_DUPLEX_SYSTEM_PROMPT,
             "full_duplex.full_review_user_prompt_template": full.FULL_DUPLEX_USER_PROMPT,
             "full_duplex.user_review_system_prompt_template": user_only.FULL_DUPLEX_SYSTEM_PROMPT,
