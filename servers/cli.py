@@ -26,7 +26,10 @@ from servers.http_server import (
 )
 
 app = typer.Typer(
-    help="tau2 customer-service domains as MCP servers.", no_args_is_help=True, add_completion=False
+    help="tau2 customer-service domains as MCP servers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # a crash report must not print the --token
 )
 config_app = typer.Typer(help="Print configuration snippets for MCP clients.", no_args_is_help=True)
 app.add_typer(config_app, name="config")

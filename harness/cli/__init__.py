@@ -30,7 +30,9 @@ from harness.cli import (
 )
 
 app = typer.Typer(
-    help="Run and grade tau2 simulations against tau-mcp servers.", no_args_is_help=True
+    help="Run and grade tau2 simulations against tau-mcp servers.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a crash report must not print model args (keys)
 )
 
 

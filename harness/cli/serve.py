@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
 import typer
 
+from harness import redaction
 from harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
@@ -103,12 +105,13 @@ def serve(
         retrieval_config=retrieval_config,
         retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
+    redaction.remember(token, server_token)
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import bind_socket, make_hub
+        from harness.serve.host import bind_socket, graceful_stop, make_hub, quiet_server
 
         loaded = load_domain(domain, data_dir)
         sock = bind_socket(host, port)
@@ -133,18 +136,26 @@ def serve(
                 access_log=False,
                 timeout_graceful_shutdown=2,
             )
+            # uvicorn has set up its loggers now: no log line may print a key
+            redaction.redact_logging("uvicorn", "uvicorn.error", "uvicorn.access")
             typer.echo(
                 f"tau-harness serve: {domain} simulations on http://{host}:{port} "
                 f"(POST /simulations)",
                 err=True,
             )
-            try:
-                await uvicorn.Server(settings).serve(sockets=[sock])
-            finally:
-                sock.close()
-                await hub.close()
-                if save_to is not None:
-                    typer.echo(f"results saved to {save_to}", err=True)
+            http = quiet_server(settings)
+            with graceful_stop(http) as received:
+                try:
+                    await http.serve(sockets=[sock])
+                finally:
+                    sock.close()
+                    # open simulations are recorded (infrastructure errors), the file written
+                    await hub.close()
+                    if received:
+                        stopped = ", ".join(signal.Signals(n).name for n in received[:1])
+                        typer.echo(f"tau-harness serve: stopped by {stopped}", err=True)
+                    if save_to is not None:
+                        typer.echo(f"results saved to {save_to}", err=True)
         finally:
             await backend.close()
 

@@ -23,9 +23,16 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from harness.redaction import redact
 from harness.serve.channel import MoveChannel
 from harness.serve.endpoint import build_simulation_mcp
-from harness.serve.simulation import Conflict, Simulation, SimulationHub, UnknownTask
+from harness.serve.simulation import (
+    Conflict,
+    Simulation,
+    SimulationHub,
+    Unavailable,
+    UnknownTask,
+)
 from servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, send_json_error
 from servers.engine.errors import EngineError
 
@@ -65,7 +72,11 @@ class ServeApp:
         simulation_id = request.path_params["simulation_id"]
         simulation = self.hub.get(simulation_id)
         if simulation is None:
-            raise HTTPException(404, f"unknown simulation '{simulation_id}'")
+            raise HTTPException(
+                404,
+                f"unknown simulation '{simulation_id}' (ended ones are forgotten after a while; "
+                "their records are in the results file)",
+            )
         return simulation
 
     # --- routes -----------------------------------------------------------------------------
@@ -93,6 +104,8 @@ class ServeApp:
             return _error(404, str(exc))
         except Conflict as exc:
             return _error(409, str(exc))
+        except Unavailable as exc:
+            return _error(503, str(exc))
         return JSONResponse(
             {"simulation_id": simulation.id, "mcp": simulation.mcp_path}, status_code=201
         )
@@ -174,7 +187,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
 
 
 def _json(value: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(json.loads(json.dumps(value, default=str)))
+    return JSONResponse(redact(json.loads(json.dumps(value, default=str))))
 
 
 def _error(status: int, message: str) -> JSONResponse:

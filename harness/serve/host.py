@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import uvicorn
@@ -24,6 +25,37 @@ class _EmbeddedServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self):
         yield
+
+
+def quiet_server(config: uvicorn.Config) -> uvicorn.Server:
+    """A uvicorn server that leaves signals to its host program (see `graceful_stop`)."""
+    return _EmbeddedServer(config)
+
+
+@contextlib.contextmanager
+def graceful_stop(server: uvicorn.Server) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM stop `server` gracefully (a second one cuts its wait for open
+    requests short) and stay caught until the block ends, so the host finalises (records open
+    simulations, writes its results file, drops its lock) whichever arrives, and when. uvicorn
+    alone would re-raise the signal after stopping, ending the process before that. Yields the
+    signals received."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def stop(number: int) -> None:
+        received.append(number)
+        if server.should_exit:
+            server.force_exit = True
+        server.should_exit = True
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    for number in handled:
+        loop.add_signal_handler(number, stop, number)
+    try:
+        yield received
+    finally:
+        for number in handled:
+            loop.remove_signal_handler(number)
 
 
 def make_hub(

@@ -46,6 +46,12 @@ def failure(status: int, **headers: str) -> dict[str, Any]:
     return {"status": status, "headers": headers}
 
 
+def echo_key(status: int = 401) -> dict[str, Any]:
+    """An error answer whose message repeats the credentials the request carried, as some
+    providers' "incorrect API key" errors do."""
+    return {"status": status, "headers": {}, "echo_key": True}
+
+
 class FakeLLMServer:
     def __init__(self) -> None:
         self.scripts: dict[str, deque] = defaultdict(deque)
@@ -117,6 +123,10 @@ class FakeLLMServer:
             reply = queue.popleft()
         if "status" in reply:
             error = {"error": {"message": f"scripted failure {reply['status']}"}}
+            if reply.get("echo_key"):
+                seen = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+                auth = request.headers.get("authorization")
+                error["error"]["message"] = f"Incorrect API key provided: {auth}; headers {seen}"
             return JSONResponse(error, status_code=reply["status"], headers=reply["headers"])
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
         if reply.get("refusal"):
