@@ -28,8 +28,9 @@ class GoldChanges:
     bases: dict[str, BaseState | None]
 
 
-def gold_changes_of(domain: Domain, task: Task) -> GoldChanges:
-    episode = gold_episode(domain, task)
+def gold_changes_of(domain: Domain, task: Task, episode: Episode | None = None) -> GoldChanges:
+    """The task's gold changes, from its gold `episode` when the caller kept it."""
+    episode = episode if episode is not None else gold_episode(domain, task)
     user = episode.user_db
     return GoldChanges(
         episode.changed_records(),

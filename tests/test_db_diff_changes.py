@@ -309,3 +309,16 @@ async def test_changes_route_is_guarded():
             assert missing.status_code == 404 and "nope" in missing.json()["error"]
         async with srv.http() as anonymous:
             assert (await anonymous.get(path)).status_code == 401
+
+
+async def test_gold_changes_come_from_the_gold_episode_of_the_hashes(demo):
+    domain, task = demo
+    grader = Grader(EngineBackend({"mock": domain}), domain)
+    hashes = await grader.gold_hashes(task)
+    assert len(grader._gold_episodes) == 1  # kept for a failure's diagnosis
+    kept = grader.gold_changes(task)
+    assert len(grader._gold_episodes) == 0 and grader.gold_changes(task) is kept
+    fresh = gold_changes_of(domain, task)
+    assert kept.records == fresh.records and kept.records["agent_db"]["tables"]["tasks"]
+    assert kept.bases == fresh.bases
+    assert hashes == gold_episode(domain, task).hashes()
