@@ -152,10 +152,9 @@ async def main_async(args: argparse.Namespace) -> None:
         await backend.close()
     n = len(figures["grade"])
     print(f"{args.domain}: {n} failed simulations (DB check failed), {rows} DB rows in all")
-    if domain.spec.hash_view is not None:
-        print("  (a domain with a hash view: the grader's evidence is the snapshots' too)")
     labels = {
-        "changes": "DB evidence as the grader reads it (GET /changes + diff_changes)",
+        "changes": "DB evidence as the grader reads it "
+        + ("(its snapshots)" if domain.spec.hash_view else "(GET /changes + diff_changes)"),
         "snapshots": "DB evidence from whole snapshots (GET /state + gold snapshot + diff)",
         "diagnose": "diagnose() (actions, closest calls, ending, category)",
         "grade": "Grader.grade of the failed simulation, all in",
