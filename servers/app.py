@@ -18,37 +18,26 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from servers import mcp_sessions
-from servers.auth import (
-    DEFAULT_MAX_BODY,
-    BearerTokenGuard,
-    BodySizeLimit,
-    BodyTooLarge,
-    send_json_error,
-)
+from servers.auth import DEFAULT_MAX_BODY, send_json_error
 from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
-from servers.engine.errors import EngineError, UnknownEpisode
+from servers.engine.errors import UnknownEpisode
 from servers.engine.ids import check_episode_id
 from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
-from servers.guards import (
-    DEFAULT_BODY_TIMEOUT,
-    LOOPBACK_HOSTS,
-    ErrorsAsJson,
-    HostOriginGuard,
-    JsonBodyGuard,
-)
+from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
+from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
+from servers.limits import id_field
 from servers.mcp_apps import McpApps
+from servers.surfaces import ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
 
@@ -56,8 +45,47 @@ DEFAULT_EPISODE = "default"
 SIDES: tuple[Side, ...] = ("agent", "user")
 
 
-class BadRequest(EngineError):
-    status = 400
+async def _shown_on_side_endpoints(domain: Domain, view: View) -> list[ShownTool]:
+    """`tools/list` on the default and an episode endpoint of the side, in the modern protocol
+    (the short path) and with a legacy session (FastMCP); all four must agree."""
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST))
+    async with running(TauServer({domain.name: domain}, settings).build()) as app:
+        episode = app.state.tau.store.create(domain.name, None)
+        paths = (f"/{domain.name}/{view}/mcp", f"/{domain.name}/episodes/{episode.id}/{view}/mcp")
+        seen = {
+            (path, mode): await listed_tools(app, path, mode)
+            for path in paths
+            for mode in ("2026-07-28", "legacy")
+        }
+    first = next(iter(seen.values()))
+    for (path, mode), tools in seen.items():
+        if tools != first:
+            raise AssertionError(f"{path} ({mode}) lists other tools than {paths[0]}")
+    return first
+
+
+async def _shown_on_ep_endpoint(domain: Domain, view: View) -> list[ShownTool]:
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST))
+    async with running(TauServer({domain.name: domain}, settings).build()) as app:
+        modern = await listed_tools(app, f"/{domain.name}/mcp")
+        legacy = await listed_tools(app, f"/{domain.name}/mcp/", "legacy")  # as EP connects
+    if modern != legacy:
+        raise AssertionError(f"/{domain.name}/mcp lists other tools to legacy clients")
+    return modern
+
+
+#: The agent and user endpoints: `/{domain}/{side}/mcp` and `/{domain}/episodes/{id}/{side}/mcp`.
+SIDE_ENDPOINTS = register_surface(
+    "tau-server /{domain}/{side}/mcp", ("agent", "user"), _shown_on_side_endpoints
+)
+#: The Eval Protocol endpoint `/{domain}/mcp` (agent tools, results as JSON objects).
+EP_ENDPOINT = register_surface(
+    "tau-server /{domain}/mcp (Eval Protocol)", ("agent",), _shown_on_ep_endpoint
+)
 
 
 @dataclass
@@ -77,6 +105,16 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ()
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a whole request body
+
+    def guards(self) -> HttpGuards:
+        return HttpGuards(
+            token=self.token,
+            allowed_hosts=self.allowed_hosts,
+            allowed_origins=self.allowed_origins,
+            max_body_bytes=self.max_body_bytes,
+            body_timeout=self.body_timeout,
+            network=self.network_guards,
+        )
 
 
 def episode_from_scope() -> Episode:
@@ -108,7 +146,7 @@ class TauServer:
         self.fast_calls: dict[tuple[str, str], FastToolCalls] = {}  # see servers/fast_calls.py
         for name, domain in domains.items():
             for side in SIDES:
-                fast = FastToolCalls.for_domain(domain, side)
+                fast = FastToolCalls.for_domain(domain, side, SIDE_ENDPOINTS)
                 if fast is not None:
                     self.fast_calls[(name, side)] = fast
         ep_apps = McpApps({name: self._ep_app_builder(name) for name in domains}, lazy=lazy)
@@ -119,7 +157,9 @@ class TauServer:
         def build():
             from servers.mcp_tools import build_mcp_server
 
-            server = build_mcp_server(self.domains[domain], side, episode_from_scope)
+            server = build_mcp_server(
+                self.domains[domain], side, episode_from_scope, SIDE_ENDPOINTS
+            )
             return server.http_app(path="/mcp", json_response=True)
 
         return build
@@ -133,6 +173,7 @@ class TauServer:
                 self.domains[domain],
                 "agent",
                 episode_from_scope,
+                EP_ENDPOINT,
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
                 name=f"tau2-{domain}-eval-protocol",
@@ -225,9 +266,9 @@ class TauServer:
     async def create_episode(self, request: Request) -> JSONResponse:
         domain = request.path_params["domain"]
         self.store.domain(domain)
-        body = await _json_body(request)
-        task_id = _optional_str(body, "task_id")
-        episode_id = _optional_str(body, "episode_id")
+        body = await json_object_body(request)
+        task_id = id_field(body, "task_id")
+        episode_id = id_field(body, "episode_id")
         if episode_id is not None:
             check_episode_id(episode_id)
         episode = self.store.create(domain, task_id, episode_id)
@@ -277,7 +318,7 @@ class TauServer:
 
     async def assertions(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
-        items = _list_field(await _json_body(request), "assertions")
+        items = _list_field(await json_object_body(request), "assertions")
         results = []
         with episode.lock:
             for item in items:
@@ -294,7 +335,7 @@ class TauServer:
 
     async def replay(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
-        body = await _json_body(request)
+        body = await json_object_body(request)
         calls = _list_field(body, "calls")
         only_mutating = bool(body.get("only_mutating", False))
         parsed = [_parse_call(index, call) for index, call in enumerate(calls)]
@@ -343,34 +384,7 @@ class TauServer:
         return routes
 
     def build(self) -> Starlette:
-        settings = self.settings
-        middleware = [Middleware(ErrorsAsJson)]
-        if settings.network_guards:
-            middleware.append(
-                Middleware(
-                    HostOriginGuard,
-                    allowed_hosts=settings.allowed_hosts,
-                    allowed_origins=settings.allowed_origins,
-                )
-            )
-        if settings.token:
-            middleware.append(Middleware(BearerTokenGuard, token=settings.token))
-        if settings.network_guards:
-            middleware += [
-                Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
-                Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
-            ]
-        app = Starlette(
-            routes=self.routes(),
-            middleware=middleware,
-            lifespan=self.lifespan,
-            exception_handlers={
-                EngineError: _engine_error,
-                HTTPException: _http_error,
-                BodyTooLarge: _too_large,
-                Exception: _internal_error,
-            },
-        )
+        app = guarded_app(self.routes(), self.settings.guards(), lifespan=self.lifespan)
         app.state.tau = self
         return app
 
@@ -408,26 +422,6 @@ def _locked_json(episode: Episode, produce) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadRequest("request body is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise BadRequest("request body must be a JSON object")
-    return value
-
-
-def _optional_str(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise BadRequest(f"'{key}' must be a string or null")
-    return value
-
-
 def _list_field(body: dict[str, Any], key: str) -> list:
     value = body.get(key)
     if not isinstance(value, list):
@@ -445,33 +439,3 @@ def _parse_call(index: int, call: Any) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise BadRequest(f"call #{index}: arguments must be an object")
     return requestor, call["name"], arguments
-
-
-async def _engine_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, EngineError)
-    return JSONResponse({"error": str(exc)}, status_code=exc.status)
-
-
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, HTTPException)
-    messages = {
-        404: f"no route for {request.url.path}",
-        405: f"method {request.method} not allowed here",
-    }
-    return JSONResponse(
-        {"error": messages.get(exc.status_code, str(exc.detail))}, status_code=exc.status_code
-    )
-
-
-async def _too_large(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"error": "request body too large"}, status_code=413)
-
-
-async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, anyio.BrokenResourceError | anyio.ClosedResourceError):
-        # The client went away while we answered (an in-process harness cancelling its
-        # simulations after an error or Ctrl-C): nothing went wrong on our side.
-        log.debug("client gone during %s %s", request.method, request.url.path)
-        return JSONResponse({"error": "client went away"}, status_code=499)
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return JSONResponse({"error": f"internal server error ({type(exc).__name__})"}, status_code=500)

@@ -25,6 +25,7 @@ from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
 from servers.mcp_listing import server_name, tools_list_result
+from servers.surfaces import Surface
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -39,20 +40,20 @@ class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
     endpoint built by `servers.mcp_tools.build_mcp_server`."""
 
-    def __init__(self, domain: Domain, side: Side) -> None:
+    def __init__(self, domain: Domain, side: Side, surface: Surface) -> None:
         tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-        self.domain, self.side = domain, side
+        self.domain, self.side, self.surface = domain, side, surface
         self.tool_names = set(tools.specs) if tools is not None else set()
         # FastMCP reports the version the server was built with: ours.
         self.server_info = {"name": server_name(domain.name, side), "version": package_version()}
         self._listing: dict[str, Any] | None = None
 
     @classmethod
-    def for_domain(cls, domain: Domain, side: Side) -> FastToolCalls | None:
+    def for_domain(cls, domain: Domain, side: Side, surface: Surface) -> FastToolCalls | None:
         """None when switched off (`TAU_MCP_FULL_PATH`): FastMCP then answers everything."""
         if os.environ.get(DISABLE_ENV):
             return None
-        return cls(domain, side)
+        return cls(domain, side, surface)
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
@@ -98,7 +99,9 @@ class FastToolCalls:
 
     def listing(self) -> dict[str, Any]:
         if self._listing is None:
-            self._listing = tools_list_result(self.domain, self.side, self.server_info)
+            self._listing = tools_list_result(
+                self.surface, self.domain, self.side, self.server_info
+            )
         return self._listing
 
     def _plain_headers(self, scope: Scope) -> tuple[bytes, bytes | None] | None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from servers.engine.domain import Domain
-from servers.engine.tool_listing import Side, tool_listing
+from servers.engine.tool_listing import Side
 from servers.engine.toolkit import ToolSpec
+from servers.surfaces import Surface
 
 
 def server_name(domain: str, side: Side) -> str:
@@ -36,9 +37,11 @@ def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
     }
 
 
-def tools_list_result(domain: Domain, side: Side, server_info: dict[str, str]) -> dict[str, Any]:
-    """The `tools/list` result of a (domain, side) endpoint, as FastMCP's modern transport
-    gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
+def tools_list_result(
+    surface: Surface, domain: Domain, side: Side, server_info: dict[str, str]
+) -> dict[str, Any]:
+    """The `tools/list` result of a (domain, side) endpoint of `surface`, as FastMCP's modern
+    transport gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
     tools = [
         {
             "_meta": {"fastmcp": {"tags": []}},
@@ -48,7 +51,7 @@ def tools_list_result(domain: Domain, side: Side, server_info: dict[str, str]) -
             "name": spec.name,
             "title": tool_title(spec.name),
         }
-        for spec in tool_listing(domain, side).tools
+        for spec in surface.tools(domain, side).tools
     ]
     return {
         "cacheScope": "private",

@@ -13,12 +13,27 @@ import anyio
 from fastmcp import FastMCP
 
 from servers.domains.registry import load_domains
+from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
 from servers.stdio_drain import serve_until_answered
 from servers.stdio_guard import guard_stdio_server
+from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 STDIO_EPISODE = "stdio"
+
+
+async def _shown_over_stdio(domain: Domain, view: View) -> list[ShownTool]:
+    """The server `tau-server stdio` runs, listed by an MCP client in memory."""
+    from fastmcp import Client
+
+    server = build_stdio_server(domain.name, view, data_dir=domain.data_dir)  # type: ignore[arg-type]
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    return [as_shown(t.name, t.description or "", t.input_schema) for t in listed]
+
+
+STDIO = register_surface("tau-server stdio", ("agent", "user"), _shown_over_stdio)
 
 
 def build_stdio_server(
@@ -32,7 +47,7 @@ def build_stdio_server(
     domain = domains[domain_name]
     domain.warm()
     episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE)
-    return build_mcp_server(domain, side, lambda: episode)
+    return build_mcp_server(domain, side, lambda: episode, STDIO)
 
 
 def run_stdio(

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from servers.guards import json_shape_problem
+from servers.limits import json_text_problem as json_shape_problem
 from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
 
 pytestmark = needs_data

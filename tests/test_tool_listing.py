@@ -1,19 +1,25 @@
-"""What MCP clients are shown of the tools: the reference's texts when the data has them.
+"""One tool listing for every surface: each registered surface (`servers.surfaces`), for every
+domain and view, shows exactly the reference's tools (`tau2/reference_texts/tools/<domain>.json`:
+names, descriptions, input schemas, order) when the data has them, else our own.
 
-Each listing goes through a real MCP client (fastmcp's) and is turned into the request `tools`
-exactly as the harness does it (`ToolInfo.openai_schema`), then compared with the data's
-`tau2/reference_texts/tools/<domain>.json`: descriptions, input schemas and order, both sides.
+The surfaces are not listed here: every module of the project is imported, each surface
+registers itself where it is built, and the test enumerates the registry. A surface that does
+not register cannot obtain a listing (only `servers/surfaces.py` reads the engine's listing
+function, checked below).
 """
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import importlib
 import json
 import logging
+import pkgutil
 import shutil
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
 
 from conversation.tools import ToolInfo
 from harness.agents.base import AgentContext
@@ -26,9 +32,18 @@ from servers.engine.errors import DataError
 from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
 from servers.guards import LOOPBACK_HOSTS
-from servers.stdio import build_stdio_server
+from servers.surfaces import (
+    Surface,
+    SurfaceUnavailable,
+    UnregisteredSurface,
+    as_shown,
+    from_openai,
+    surfaces,
+)
 from tests.server_support import DATA_DIR, InProcess, serving
 
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 needs_reference_tools = pytest.mark.skipif(
     not TOOLS_DIR.is_dir(), reason=f"reference tool texts not found at {TOOLS_DIR}"
@@ -36,43 +51,129 @@ needs_reference_tools = pytest.mark.skipif(
 SIDES = ("agent", "user")
 
 
+def _import_everything() -> dict[str, str]:
+    """Import every module of the project (so every surface registers); returns the modules
+    that need an optional extra not installed here, with the reason."""
+    missing: dict[str, str] = {}
+    for package in PACKAGES:
+        for info in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
+            if info.name.rsplit(".", 1)[-1] == "__main__":
+                continue
+            try:
+                importlib.import_module(info.name)
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] in PACKAGES:
+                    raise
+                missing[info.name] = f"needs {exc.name}, not installed"
+    return missing
+
+
+MISSING_EXTRAS = _import_everything()
+SURFACES = {surface.name: surface for surface in surfaces()}
+REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
+
+
 def _reference(domain: str, side: str) -> list[dict]:
     return json.loads((TOOLS_DIR / f"{domain}.json").read_text())[side]
 
 
-async def _request_tools(client: Client) -> list[dict]:
-    """The `tools` a harness model gets from this client's tools/list."""
-    listed = await client.list_tools()
-    return [
-        ToolInfo(t.name, t.description or "", dict(t.input_schema or {})).openai_schema()
-        for t in listed
-    ]
+def _reference_view(domain: str, view: str) -> list[dict] | None:
+    raw = json.loads((TOOLS_DIR / f"{domain}.json").read_text())
+    if view == "solo":
+        solo = raw.get("solo")
+        return from_openai(solo["tools_in_order"]) if solo else None
+    return from_openai(raw[view])
+
+
+def _check(surface: Surface, shown: list[dict] | None, expected: list[dict] | None, where: str):
+    if expected is None:
+        assert shown is None, f"{surface.name} offers {where}, which the reference does not"
+        return
+    assert shown is not None, f"{surface.name} does not offer {where}"
+    if surface.rendering is not None:
+        expected = [surface.rendering(tool) for tool in expected]
+    listed, extra = shown[: len(expected)], shown[len(expected) :]
+    assert [t["name"] for t in listed] == [t["name"] for t in expected], (
+        f"{surface.name}, {where}: names or order differ"
+    )
+    for got, want in zip(listed, expected, strict=True):
+        assert got == want, f"{surface.name}, {where}: '{got['name']}' differs"
+    assert not extra or [t["name"] for t in extra] == list(surface.extra_tools), (
+        f"{surface.name}, {where}: undeclared extra tools {[t['name'] for t in extra]}"
+    )
+
+
+def _probe(surface: Surface, domain, view: str):
+    try:
+        return asyncio.run(surface.shown(domain, view))  # type: ignore[arg-type]
+    except SurfaceUnavailable as exc:
+        pytest.skip(f"{surface.name}: {exc}")
+
+
+def test_the_registry_holds_every_surface_the_project_builds() -> None:
+    """Sanity of the enumeration itself: the surfaces of both servers and of the harness are
+    there, and only modules needing an extra that is not installed were left out."""
+    assert len(SURFACES) >= 10, sorted(SURFACES)
+    for module, reason in MISSING_EXTRAS.items():
+        assert "needs" in reason, module
+
+
+def test_only_the_registry_reads_the_engine_listing() -> None:
+    """No production module reaches `tool_listing` but `servers/surfaces.py`: a surface gets its
+    tools only through a registered `Surface`."""
+    readers = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module == "servers.engine.tool_listing"
+                ):
+                    if any(alias.name == "tool_listing" for alias in node.names):
+                        readers.append(str(path.relative_to(ROOT)))
+                elif isinstance(node, ast.ImportFrom) and node.module == "servers.engine":
+                    if any(alias.name == "tool_listing" for alias in node.names):
+                        readers.append(str(path.relative_to(ROOT)))
+    assert readers == ["servers/surfaces.py"]
+
+
+def test_an_unregistered_surface_gets_no_listing() -> None:
+    domain = load_domains(["mock"], DEMO_DIR)["mock"]
+    stray = Surface("stray", ("agent",), SURFACES[next(iter(SURFACES))].shown)
+    with pytest.raises(UnregisteredSurface, match="stray"):
+        stray.tools(domain, "agent")
 
 
 @needs_reference_tools
-async def test_every_http_endpoint_lists_the_reference_tools() -> None:
-    domains = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
-    async with serving(domains) as srv, srv.http() as http:
-        for domain in domains:
-            created = (await http.post(f"/{domain}/episodes", json={})).json()
-            paths = {
-                "agent": [created["agent_mcp"], f"/{domain}/agent/mcp", f"/{domain}/mcp"],
-                "user": [created["user_mcp"], f"/{domain}/user/mcp"],
-            }
-            for side, endpoints in paths.items():
-                expected = _reference(domain, side)
-                for path in endpoints:
-                    async with srv.mcp(path) as client:
-                        got = await _request_tools(client)
-                    assert got == expected, f"{path} lists other tools than the reference"
+@pytest.mark.parametrize("domain_name", REFERENCE_DOMAINS)
+@pytest.mark.parametrize("surface_name", sorted(SURFACES))
+def test_every_surface_shows_the_reference_tools(surface_name: str, domain_name: str) -> None:
+    surface = SURFACES[surface_name]
+    domain = load_domains([domain_name], DATA_DIR)[domain_name]
+    for view in surface.views:
+        shown = _probe(surface, domain, view)
+        _check(surface, shown, _reference_view(domain_name, view), f"{domain_name}/{view}")
 
 
-@needs_reference_tools
-@pytest.mark.parametrize("side", SIDES)
-async def test_stdio_lists_the_reference_tools(side: str) -> None:
-    server = build_stdio_server("telecom", side, data_dir=DATA_DIR)
-    async with Client(server) as client:
-        assert await _request_tools(client) == _reference("telecom", side)
+@pytest.mark.parametrize("surface_name", sorted(SURFACES))
+def test_every_surface_shows_our_own_tools_without_reference_texts(surface_name: str) -> None:
+    """On the demo data (no reference texts) every surface shows our toolkits' own texts."""
+    surface = SURFACES[surface_name]
+    domain = load_domains(["mock"], DEMO_DIR)["mock"]
+    spec = domain_spec("mock")
+    own = {
+        side: [as_shown(s.name, s.description, s.input_schema) for s in kit.specs.values()]
+        for side, kit in (("agent", spec.agent_tools), ("user", spec.user_tools))
+    }
+    for view in surface.views:
+        shown = _probe(surface, domain, view)
+        if view == "solo":
+            assert shown is not None
+            assert shown[:-1] == own["agent"] + own["user"], surface.name
+            assert shown[-1]["name"] == "done", surface.name
+            continue
+        _check(surface, shown, own[view], f"mock/{view} on demo data")
 
 
 @needs_reference_tools

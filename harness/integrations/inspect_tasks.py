@@ -47,6 +47,8 @@ from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.llm_agent import conversation_prompt
 from harness.backends import ToolInfo
 from harness.metrics import INFRA
+from servers.engine.domain import Domain
+from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 AGENT_CLASS = "harness.integrations.inspect_tasks:InspectAgent"
 GRADE_KEY = "tau_mcp_reward_info"
@@ -109,6 +111,21 @@ def to_inspect(message: Message) -> InspectMessage:
     return ChatMessageAssistant(content=message.content or "", tool_calls=calls or None)
 
 
+def _as_inspect_shows(tool: ShownTool) -> ShownTool:
+    info = inspect_tool(ToolInfo(tool["name"], tool["description"], tool["parameters"]))
+    return as_shown(info.name, info.description, info.parameters.model_dump(exclude_none=True))
+
+
+async def _shown_to_inspect_model(domain: Domain, view: View) -> list[ShownTool]:
+    from harness.surface_probes import captured_participant
+
+    agent = await captured_participant(domain, "agent", InspectAgent)
+    return [
+        as_shown(t.name, t.description, t.parameters.model_dump(exclude_none=True))
+        for t in agent.tools
+    ]
+
+
 class InspectAgent(Agent):
     """The Inspect model being evaluated, as a tau-mcp agent."""
 
@@ -139,6 +156,15 @@ class InspectAgent(Agent):
         return message
 
 
+#: The Inspect tasks: the tools the evaluated model is offered, in Inspect's own schema type.
+INSPECT_TASKS = register_surface(
+    "Inspect tasks (model tools)",
+    ("agent",),
+    _shown_to_inspect_model,
+    rendering=_as_inspect_shows,
+)
+
+
 # --- the conversation and its grade --------------------------------------------------------
 @cache
 def _domain(name: str, data_dir: str | None):
@@ -166,7 +192,8 @@ def tau_mcp_conversation(
     """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
     from harness.grading import Judge
     from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-    from harness.runner import DEFAULT_SEED, RunConfig, Runner, trial_seeds
+    from harness.runner import DEFAULT_SEED, RunConfig, Runner
+    from harness.seeds import trial_seed
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from harness.backends.http import in_process_backend, remote_backend
@@ -191,8 +218,9 @@ def tau_mcp_conversation(
         try:
             runner = Runner(backend, domain, config)
             trial = max(0, state.epoch - 1)
-            trial_seed = trial_seeds(config.seed, trial + 1)[trial]
-            sim = await runner.simulate(domain.task(str(state.sample_id)), trial, trial_seed)
+            sim = await runner.simulate(
+                domain.task(str(state.sample_id)), trial, trial_seed(config.seed, trial)
+            )
         finally:
             await backend.close()
         from conversation.messages import parse_message

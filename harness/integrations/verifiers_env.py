@@ -36,6 +36,7 @@ from harness.integrations.stepwise import (
     PolicyDriver,
     load_domain,
 )
+from harness.integrations.verifiers_tools import verifiers_tool_defs
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.runner import ConfigError
 from servers.engine.domain import Domain
@@ -96,10 +97,7 @@ class TauMcpEnv(vf.MultiTurnEnv):
             for task_id in task_ids
         ]
         dataset = Dataset.from_list(rows)
-        tools = [
-            {"name": spec.name, "description": spec.description, "parameters": spec.input_schema}
-            for spec in domain.spec.agent_tools.specs.values()
-        ]
+        tools = verifiers_tool_defs(domain)
         rubric = vf.Rubric(funcs=[self.tau_reward], weights=[1.0])
         super().__init__(
             dataset=dataset, eval_dataset=dataset, tool_defs=tools, rubric=rubric, **kwargs

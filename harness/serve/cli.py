@@ -13,6 +13,16 @@ from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
 from harness.results_lock import results_lock
 from harness.runner import DEFAULT_SEED
+from servers.http_options import (
+    DEFAULTS,
+    AllowHostOpt,
+    AllowOriginOpt,
+    BodyTimeoutOpt,
+    HeaderTimeoutOpt,
+    KeepAliveOpt,
+    MaxBodyOpt,
+    MaxConnectionsOpt,
+)
 
 TOKEN_ENV = "TAU_HARNESS_TOKEN"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -58,16 +68,23 @@ def serve(
         None, "--judge-llm-args", help="JSON arguments for the judge's model."
     ),
     log_level: str = typer.Option("warning", "--log-level"),
+    allow_host: AllowHostOpt = None,
+    allow_origin: AllowOriginOpt = None,
+    max_body: MaxBodyOpt = DEFAULTS["max_body"],
+    keep_alive: KeepAliveOpt = DEFAULTS["keep_alive"],
+    header_timeout: HeaderTimeoutOpt = DEFAULTS["header_timeout"],
+    body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
+    max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
-    import uvicorn
-
     from conversation.llm import DEFAULT_LLM
     from harness import cli as harness_cli
     from harness.backends import InfrastructureError
     from harness.results import ResultsError
     from harness.runner import ConfigError, RunConfig
     from servers.engine.errors import EngineError
+    from servers.http_options import http_settings
+    from servers.http_server import BindError, bind_socket, uvicorn_server
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -86,15 +103,29 @@ def serve(
         judge=harness_cli._judge(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
     )
+    try:
+        guards, policy = http_settings(
+            host,
+            token,
+            allow_host,
+            allow_origin,
+            max_body,
+            keep_alive,
+            header_timeout,
+            body_timeout,
+            max_connections,
+        )
+    except ValueError as exc:
+        harness_cli._fail(str(exc))
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import bind_socket, make_hub
+        from harness.serve.host import make_hub
 
         loaded = harness_cli._load_domain(domain, data_dir)
-        sock = bind_socket(host, port)
+        sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await harness_cli._backend(loaded, server, server_token)
         except BaseException:
@@ -108,13 +139,8 @@ def serve(
             check_models(
                 models_called(runner.config, list(loaded.tasks.values()), runner.grader.judge)
             )
-            app = create_serve_app(hub, token)
-            settings = uvicorn.Config(
-                app,
-                lifespan="on",
-                log_level=log_level.lower(),
-                access_log=False,
-                timeout_graceful_shutdown=2,
+            http = uvicorn_server(
+                create_serve_app(hub, guards), policy, log_level, graceful_timeout=2
             )
             typer.echo(
                 f"tau-harness serve: {domain} simulations on http://{host}:{port} "
@@ -122,7 +148,7 @@ def serve(
                 err=True,
             )
             try:
-                await uvicorn.Server(settings).serve(sockets=[sock])
+                await http.serve(sockets=[sock])
             finally:
                 sock.close()
                 await hub.close()
@@ -135,6 +161,8 @@ def serve(
         with results_lock(save_to):  # one writer per results file, as for `run`
             asyncio.run(main())
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        harness_cli._fail(str(exc))
+    except BindError as exc:
         harness_cli._fail(str(exc))
     except OSError as exc:
         harness_cli._fail(f"cannot serve on {host}:{port} ({exc.strerror or exc})")

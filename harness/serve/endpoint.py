@@ -1,6 +1,9 @@
-"""The MCP server an outside agent plays a simulation on: the domain's agent tools (same names,
-schemas and annotations as the episode's agent endpoint on `tau-server`) plus
-`send_message_to_user`. Every call is one agent move on the simulation named in the URL path.
+"""The MCP server an outside agent plays a simulation on: the domain's agent tools, exactly as
+the episode's agent endpoint on `tau-server` lists them (the one listing of `servers.surfaces`:
+the reference's names, texts, schemas and order when the data carries them), then one tool of
+ours, `send_message_to_user`, the agent's way to speak to the customer (the reference's agent
+speaks in plain assistant messages, which an MCP client cannot send). Every call is one agent
+move on the simulation named in the URL path.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pydantic.json_schema import SkipJsonSchema
 from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
+from servers.mcp_listing import tool_title
 from servers.mcp_tools import tool_annotations
+from servers.surfaces import ShownTool, View, register_surface
 
 SEND_MESSAGE = "send_message_to_user"
 SEND_MESSAGE_DESCRIPTION = (
@@ -92,6 +97,39 @@ class UnknownToolsAsMoves(Middleware):
             return await _call(self.resolve, message.name, message.arguments or {})
 
 
+async def _shown_on_simulation_endpoint(domain: Domain, view: View) -> list[ShownTool]:
+    """`tools/list` on a simulation's endpoint of a `tau-harness serve` app (in-process)."""
+    from harness.backends.http import in_process_backend
+    from harness.runner import RunConfig
+    from harness.serve.app import create_serve_app
+    from harness.serve.host import make_hub
+    from servers.guards import LOOPBACK_HOSTS
+    from servers.http_stack import HttpGuards
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    backend = await in_process_backend({domain.name: domain})
+    try:
+        hub = make_hub(backend, domain, RunConfig(domain.name, agent="mcp", user="scripted"))
+        app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
+        try:
+            async with running(app):
+                simulation = hub.create(next(iter(domain.tasks)))
+                return await listed_tools(app, simulation.mcp_path)
+        finally:
+            await hub.close()
+    finally:
+        await backend.close()
+
+
+#: `tau-harness serve`'s `/simulations/{id}/mcp` (and `run --agent cmd`'s, the same app).
+SIMULATION_ENDPOINT = register_surface(
+    "tau-harness serve /simulations/{id}/mcp",
+    ("agent",),
+    _shown_on_simulation_endpoint,
+    extra_tools=(SEND_MESSAGE,),
+)
+
+
 def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
     """One server for every simulation of the domain; the policy is its instructions."""
     policy = domain.policy()
@@ -102,11 +140,12 @@ def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
         mask_error_details=False,
         middleware=[UnknownToolsAsMoves(resolve)],
     )
-    specs = dict(domain.spec.agent_tools.specs)
-    for spec in specs.values():
+    listing = SIMULATION_ENDPOINT.tools(domain, "agent")
+    for spec in listing.tools:
         server.add_tool(
             MoveTool(
                 name=spec.name,
+                title=tool_title(spec.name),
                 description=spec.description,
                 parameters=spec.input_schema,
                 annotations=tool_annotations(spec),
@@ -116,6 +155,7 @@ def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
     server.add_tool(
         SendMessageTool(
             name=SEND_MESSAGE,
+            title=tool_title(SEND_MESSAGE),
             description=SEND_MESSAGE_DESCRIPTION,
             parameters=SEND_MESSAGE_SCHEMA,
             annotations=ToolAnnotations(
@@ -137,7 +177,6 @@ def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
             mime_type="text/markdown",
         )
     )
-    schemas = {name: spec.input_schema for name, spec in specs.items()}
-    schemas[SEND_MESSAGE] = SEND_MESSAGE_SCHEMA
+    schemas = {**listing.schemas(), SEND_MESSAGE: SEND_MESSAGE_SCHEMA}
     server._mcp_server.get_tool_input_schema = schemas.get
     return server

@@ -16,7 +16,8 @@ from harness.backends import EpisodeRef
 from harness.metrics import INFRA
 from harness.orchestrator import Orchestrator, Termination
 from harness.results import ResultsFile, load_results
-from harness.runner import ConfigError, Runner, trial_seeds
+from harness.runner import ConfigError, Runner
+from harness.seeds import trial_seed
 from harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
 from servers.engine.tasks import Task
 
@@ -36,11 +37,6 @@ class ServeRunner(Runner):
         if channel is not None:
             channel.orchestrator = orchestrator  # live views read its trajectory
         return orchestrator
-
-
-def trial_seed(seed: int, trial: int) -> int:
-    """The seed `tau-harness run` gives this trial."""
-    return trial_seeds(seed, trial + 1)[trial]
 
 
 class UnknownTask(LookupError):

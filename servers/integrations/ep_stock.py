@@ -17,6 +17,9 @@ import sys
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from servers.engine.domain import Domain
+from servers.surfaces import ShownTool, View, register_surface
+
 EP_DEFAULT_PORT = 8000  # what EP's own server script defaults to without --port or $PORT
 
 
@@ -34,6 +37,21 @@ class OneDomainPaths:
                 new_path = self.prefix + path
                 scope = {**scope, "path": new_path, "raw_path": new_path.encode()}
         await self.app(scope, receive, send)
+
+
+async def _shown_by_stock_script(domain: Domain, view: View) -> list[ShownTool]:
+    """`tools/list` at `/mcp/` of the app this script serves, as EP's client connects."""
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    app = build_app(domain.name, str(domain.data_dir), allow_hosts=(PROBE_HOST,))
+    async with running(app.app):
+        return await listed_tools(app, "/mcp/", "legacy")
+
+
+#: `tau-server ep-serve` and the stock script: the Eval Protocol endpoint at `/mcp`.
+EP_STOCK = register_surface(
+    "tau-server ep-serve /mcp (Eval Protocol stock script)", ("agent",), _shown_by_stock_script
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +95,7 @@ def build_app(
     data_dir: str | None = None,
     token: str | None = None,
     allow_hosts: tuple[str, ...] = (),
-) -> ASGIApp:
+) -> OneDomainPaths:
     """The one-domain app; bad data or an unknown domain fails here with one sentence. It keeps
     the server's Host/Origin rules: loopback names, plus `allow_hosts`."""
     from servers.app import ServerSettings, TauServer
