@@ -22,9 +22,6 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
 DEFAULT_KEEP_ALIVE = 65.0
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000
@@ -52,8 +49,11 @@ def _raw_json_response(status: int, reason: str, message: str) -> bytes:
     return head + body
 
 
-def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
-    """uvicorn's h11 protocol plus the request-head deadline and the connection cap."""
+def guarded_protocol(policy: ConnectionPolicy) -> type:
+    """uvicorn's h11 protocol plus the request-head deadline and the connection cap (uvicorn is
+    imported here: programs that only read the defaults above stay light)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport) -> None:  # type: ignore[override]
