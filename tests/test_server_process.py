@@ -96,64 +96,71 @@ async def test_server_info_version_is_ours() -> None:
 def test_keep_alive_outlives_client_pools_and_slow_clients_are_cut_off() -> None:
     extra = ["--header-timeout", "1", "--body-timeout", "1", "--max-connections", "6"]
     with real_server("mock", *extra) as base:
-        # 0. A pooled connection reused after 5.5 s idle (past uvicorn's old 5 s keep-alive and
-        # httpx's 5 s pool expiry) is still served on the same socket.
-        with _connect(base) as sock:
-            sock.sendall(GET_HEALTH)
-            assert _read_response(sock)[0] == 200
-            time.sleep(5.5)
-            sock.sendall(GET_HEALTH)
-            assert _read_response(sock)[0] == 200
+        assert_connection_policy(base, "/mock/episodes", connections=6)
 
-        # 6a. Headers trickled a byte at a time: 408 JSON once the head deadline passes.
-        with _connect(base) as sock:
-            start = time.monotonic()
-            status = None
-            for byte in GET_HEALTH[:-4]:
-                try:
-                    sock.sendall(bytes([byte]))
-                except OSError:
-                    break
-                time.sleep(0.3)
-                if time.monotonic() - start > 2.5:
-                    break
-            status, headers, body = _read_response(sock)
-            assert status == 408 and headers["content-type"] == "application/json"
-            assert "headers not received" in json.loads(body)["error"]
-            assert _closed(sock, 3)
 
-        # 6b. A body trickled a byte every 0.3 s: 408 JSON after the body deadline.
-        with _connect(base) as sock:
-            sock.sendall(
-                b"POST /mock/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                b"Content-Type: application/json\r\nContent-Length: 50\r\n\r\n{"
-            )
-            start = time.monotonic()
-            while time.monotonic() - start < 2.5:
-                try:
-                    sock.sendall(b" ")
-                except OSError:
-                    break
-                time.sleep(0.3)
-            status, headers, body = _read_response(sock)
-            assert status == 408 and "body not received" in json.loads(body)["error"]
-            assert _closed(sock, 3)
+def assert_connection_policy(base: str, post_path: str, connections: int) -> None:
+    """The connection policy of a server started with a 1 s head and body deadline and a cap
+    of `connections` (shared with `tau-harness serve`'s test): keep-alive past 5 s, slow heads
+    and bodies cut off with 408 JSON, silent connections closed, 503 JSON past the cap."""
+    # 0. A pooled connection reused after 5.5 s idle (past uvicorn's old 5 s keep-alive and
+    # httpx's 5 s pool expiry) is still served on the same socket.
+    with _connect(base) as sock:
+        sock.sendall(GET_HEALTH)
+        assert _read_response(sock)[0] == 200
+        time.sleep(5.5)
+        sock.sendall(GET_HEALTH)
+        assert _read_response(sock)[0] == 200
 
-        # 6c. A connection that never sends anything is closed after the head deadline.
-        with _connect(base) as sock:
-            assert _closed(sock, 4)
-
-        # 6d. Past --max-connections, a new connection gets 503 JSON and is closed.
-        idle = [_connect(base) for _ in range(6)]
-        try:
+    # 6a. Headers trickled a byte at a time: 408 JSON once the head deadline passes.
+    with _connect(base) as sock:
+        start = time.monotonic()
+        status = None
+        for byte in GET_HEALTH[:-4]:
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                break
             time.sleep(0.3)
-            with _connect(base) as extra_sock:
-                status, _, body = _read_response(extra_sock)
-                assert status == 503 and "connection limit" in json.loads(body)["error"]
-        finally:
-            for sock in idle:
-                sock.close()
+            if time.monotonic() - start > 2.5:
+                break
+        status, headers, body = _read_response(sock)
+        assert status == 408 and headers["content-type"] == "application/json"
+        assert "headers not received" in json.loads(body)["error"]
+        assert _closed(sock, 3)
+
+    # 6b. A body trickled a byte every 0.3 s: 408 JSON after the body deadline.
+    with _connect(base) as sock:
+        sock.sendall(
+            f"POST {post_path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 50\r\n\r\n{"
+        )
+        start = time.monotonic()
+        while time.monotonic() - start < 2.5:
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.3)
+        status, headers, body = _read_response(sock)
+        assert status == 408 and "body not received" in json.loads(body)["error"]
+        assert _closed(sock, 3)
+
+    # 6c. A connection that never sends anything is closed after the head deadline.
+    with _connect(base) as sock:
+        assert _closed(sock, 4)
+
+    # 6d. Past --max-connections, a new connection gets 503 JSON and is closed.
+    idle = [_connect(base) for _ in range(connections)]
+    try:
         time.sleep(0.3)
-        with _connect(base) as sock:  # the cap frees up as connections close
-            sock.sendall(GET_HEALTH)
-            assert _read_response(sock)[0] == 200
+        with _connect(base) as extra_sock:
+            status, _, body = _read_response(extra_sock)
+            assert status == 503 and "connection limit" in json.loads(body)["error"]
+    finally:
+        for sock in idle:
+            sock.close()
+    time.sleep(0.3)
+    with _connect(base) as sock:  # the cap frees up as connections close
+        sock.sendall(GET_HEALTH)
+        assert _read_response(sock)[0] == 200

@@ -23,6 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
+from servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
 from servers.mcp_listing import tool_title
 from servers.mcp_tools import tool_annotations
 from servers.surfaces import ShownTool, View, register_surface
@@ -78,6 +79,10 @@ class SendMessageTool(Tool):
             if channel.closed:
                 return _result(Answer(channel.refusal or "", True))
             return _result(Answer("Error: 'message' must be a non-empty string.", True))
+        try:
+            text_field(arguments, "message", max_chars=MAX_MESSAGE_CHARS)
+        except FieldError as exc:
+            return _result(Answer(f"Error: {exc}.", True))
         message = ChatMessage(role="assistant", content=text)
         return _result(await channel.play(message))
 
