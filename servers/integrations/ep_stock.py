@@ -134,10 +134,10 @@ def config_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the server until stopped; 2 with one sentence on stderr for bad input."""
-    import uvicorn
-
+    """Run the server until stopped, with tau-server's connection policy; 2 with one sentence
+    on stderr for bad input."""
     from servers.engine.errors import EngineError
+    from servers.http_server import BindError, ConnectionPolicy, bind_socket, run
 
     args = build_parser().parse_args(argv)
     if args.transport != "streamable-http":
@@ -157,19 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = bind_socket(args.host, args.port)
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(
         f"tau-server (Eval Protocol layout): {args.domain} at http://{args.host}:{args.port}/mcp",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level.lower(),
-        lifespan="on",
-        access_log=False,
-    )
+    run(app, sock, ConnectionPolicy(), args.log_level)
     return 0
 
 
