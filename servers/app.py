@@ -8,7 +8,6 @@ app's own lifespan starts every MCP session manager.
 
 from __future__ import annotations
 
-import json
 import logging
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
 from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
 from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
-from servers.limits import id_field
+from servers.limits import id_field, json_utf8
 from servers.mcp_apps import McpApps
 from servers.surfaces import ShownTool, View, register_surface
 
@@ -419,7 +418,7 @@ SERIALIZER_THREADS = 2
 def _locked_json(episode: Episode, produce) -> bytes:
     with episode.lock:
         value = produce()
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return json_utf8(value)
 
 
 def _list_field(body: dict[str, Any], key: str) -> list:

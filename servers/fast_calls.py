@@ -24,6 +24,7 @@ from starlette.types import Message, Receive, Scope, Send
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
+from servers.limits import json_utf8
 from servers.mcp_listing import server_name, tools_list_result
 from servers.surfaces import Surface
 from servers.version import package_version
@@ -181,7 +182,7 @@ def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | Non
 
 async def _send_json(send: Send, message: dict[str, Any]) -> None:
     """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out."""
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    payload = json_utf8(message)
     headers = [
         (b"content-length", str(len(payload)).encode()),
         (b"content-type", b"application/json"),

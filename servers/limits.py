@@ -15,6 +15,7 @@ line, `servers.stdio_guard`). Two kinds of check:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from itertools import accumulate, chain
@@ -140,3 +141,16 @@ def trial_field(body: Mapping[str, Any], key: str = "trial") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TRIAL:
         raise FieldError(f"'{key}' must be a whole number from 0 to {MAX_TRIAL}")
     return value
+
+
+# --- text going out ---------------------------------------------------------------------------
+def json_utf8(value: Any, default: Any = None) -> bytes:
+    """`value` as compact JSON in UTF-8. A lone surrogate can still come from inside (a model's
+    output on the harness's own in-process path, which no client reaches): it is then written
+    as a `\\u` escape, so a reply or a state is never unreadable."""
+    try:
+        return json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), default=default
+        ).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), default=default).encode()

@@ -281,6 +281,24 @@ async def test_lone_surrogates_are_refused_and_every_state_stays_readable() -> N
     assert error is not None and error.id == 3 and "surrogate" in error.error.message
 
 
+async def test_a_lone_surrogate_from_inside_is_written_escaped() -> None:
+    """No client can store one, but a model's output on the harness's in-process path could:
+    then the state and the simulation are still readable, the surrogate written as an escape."""
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, "testserver"))
+    app = create_app(domain_names=["mock"], data_dir=DEMO_DIR, settings=settings)
+    async with app.router.lifespan_context(app), InProcess(app).http() as http:
+        episode = app.state.tau.store.create("mock", None)
+        episode.call("agent", "create_task", {"user_id": "ana", "title": "\ud800x"})
+        state = await http.get(f"/mock/episodes/{episode.id}/state")
+        assert state.status_code == 200 and '"\\ud800x"' in state.text
+    async with demo_serve() as (http, hub, task_id):
+        created = (await http.post("/simulations", json={"task_id": task_id})).json()
+        simulation = hub.get(created["simulation_id"])
+        simulation.record = {**simulation.view(), "messages": [{"content": "\udc00"}]}
+        view = await http.get(f"/simulations/{created['simulation_id']}")
+        assert view.status_code == 200 and view.json()["messages"][0]["content"] == "\udc00"
+
+
 # --- item 8: serve's errors are JSON everywhere -----------------------------------------------
 async def test_serve_answers_every_error_in_json() -> None:
     async with demo_serve() as (http, hub, task_id):

@@ -15,14 +15,13 @@ Request fields are bounded by `servers.limits` before any work.
 
 from __future__ import annotations
 
-import json
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -32,7 +31,7 @@ from harness.serve.simulation import Conflict, Simulation, SimulationHub, Unknow
 from servers.auth import send_json_error
 from servers.engine.errors import EngineError
 from servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
-from servers.limits import id_field, trial_field
+from servers.limits import id_field, json_utf8, trial_field
 
 
 def channel_from_scope() -> MoveChannel:
@@ -112,10 +111,10 @@ class ServeApp:
         ]
         return JSONResponse({"simulations": items})
 
-    async def view(self, request: Request) -> JSONResponse:
+    async def view(self, request: Request) -> Response:
         return _json(self._simulation(request).view())
 
-    async def end(self, request: Request) -> JSONResponse:
+    async def end(self, request: Request) -> Response:
         simulation = self._simulation(request)
         await simulation.end()
         return _json(simulation.view())
@@ -150,5 +149,7 @@ def create_serve_app(hub: SimulationHub, guards: HttpGuards | None = None) -> St
     return ServeApp(hub).build(guards or HttpGuards())
 
 
-def _json(value: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(json.loads(json.dumps(value, default=str)))
+def _json(value: dict[str, Any]) -> Response:
+    """A simulation as JSON; text that holds a lone surrogate (only a model's output could) is
+    written escaped rather than failing the read."""
+    return Response(json_utf8(value, default=str), media_type="application/json")
