@@ -46,10 +46,6 @@ class UnregisteredSurface(LookupError):
     """A listing was asked for by a surface that is not in the registry."""
 
 
-class SurfaceUnavailable(RuntimeError):
-    """A surface's probe cannot run in this environment (an optional extra is not installed)."""
-
-
 @dataclass(frozen=True, eq=False)
 class Surface:
     """One place that shows tools. `views`: what it shows (see the module docstring)."""

@@ -34,7 +34,6 @@ from servers.engine.toolkit import ToolKind
 from servers.guards import LOOPBACK_HOSTS
 from servers.surfaces import (
     Surface,
-    SurfaceUnavailable,
     UnregisteredSurface,
     as_shown,
     from_openai,
@@ -104,18 +103,15 @@ def _check(surface: Surface, shown: list[dict] | None, expected: list[dict] | No
 
 
 def _probe(surface: Surface, domain, view: str):
-    try:
-        return asyncio.run(surface.shown(domain, view))  # type: ignore[arg-type]
-    except SurfaceUnavailable as exc:
-        pytest.skip(f"{surface.name}: {exc}")
+    return asyncio.run(surface.shown(domain, view))  # type: ignore[arg-type]
 
 
-def test_the_registry_holds_every_surface_the_project_builds() -> None:
-    """Sanity of the enumeration itself: the surfaces of both servers and of the harness are
-    there, and only modules needing an extra that is not installed were left out."""
-    assert len(SURFACES) >= 10, sorted(SURFACES)
-    for module, reason in MISSING_EXTRAS.items():
-        assert "needs" in reason, module
+def test_modules_whose_extra_is_missing_are_named() -> None:
+    """A module that needs an extra not installed here cannot register its surfaces: say which
+    (CI installs the extras; the verifiers environment's surface lives in a module of its own
+    so it is checked everywhere)."""
+    if MISSING_EXTRAS:
+        pytest.skip("not imported: " + "; ".join(f"{m} ({r})" for m, r in MISSING_EXTRAS.items()))
 
 
 def test_only_the_registry_reads_the_engine_listing() -> None:
