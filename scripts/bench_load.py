@@ -14,8 +14,9 @@ as agent moves on the simulation's MCP endpoint and ends it (`POST .../end`, whi
 
 `--hostile` measures instead how the JSON guard copes with a hostile body: N times a 1 MiB
 unterminated string of escaped quotes (`"` then `\"` repeated, the body that froze the old,
-quadratic check for half an hour), while a second client polls `/health` every 10 ms; it prints
-how long each hostile body took to be answered and the `/health` latencies during and before.
+quadratic check for half an hour), sent on a raw connection so no client library is timed,
+while a client polls `/health` every 10 ms; it prints how long each hostile body took to be
+answered (first byte sent to response head) and the `/health` latencies during and before.
 
     python scripts/bench_load.py [--clients 200] [--calls 10] [--think 6] [--burners N]
                                  [--domain mock] [--serve] [--url http://127.0.0.1:8000]
@@ -216,7 +217,6 @@ HOSTILE_BODY = b'"' + b'\\"' * ((1 << 19) - 1)  # 1 MiB less a byte: under the b
 async def hostile(base: str, options: argparse.Namespace) -> None:
     """The hostile-body measurement (see the module docstring)."""
     path = "/simulations" if options.serve else f"/{options.domain}/episodes"
-    headers = {"content-type": "application/json"}
     health: list[float] = []
 
     async def poll(client: httpx2.AsyncClient, stop: asyncio.Event, into: list[float]) -> None:
@@ -227,26 +227,42 @@ async def hostile(base: str, options: argparse.Namespace) -> None:
                 into.append(time.perf_counter() - start)
             await asyncio.sleep(0.01)
 
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(HOSTILE_BODY)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+
+    async def attack() -> tuple[float, int]:
+        """One hostile body on a raw connection (no client library in the figure): seconds
+        from the first byte sent to the response head received, and the status."""
+        reader, writer = await asyncio.open_connection(host, int(port))
+        start = time.perf_counter()
+        writer.write(head + HOSTILE_BODY)
+        await writer.drain()
+        status_line = await reader.readline()
+        elapsed = time.perf_counter() - start
+        writer.close()
+        return elapsed, int(status_line.split()[1])
+
     async with httpx2.AsyncClient(base_url=base, timeout=60) as poller:
-        async with httpx2.AsyncClient(base_url=base, timeout=600) as attacker:
-            await attacker.get("/health")  # connections open before timing
-            before: list[float] = []
-            stop = asyncio.Event()
-            polling = asyncio.create_task(poll(poller, stop, before))
-            await asyncio.sleep(1.0)
-            stop.set()
-            await polling
-            stop = asyncio.Event()
-            polling = asyncio.create_task(poll(poller, stop, health))
-            answered, statuses = [], collections.Counter()
-            for _ in range(options.bodies):
-                start = time.perf_counter()
-                response = await attacker.post(path, content=HOSTILE_BODY, headers=headers)
-                answered.append(time.perf_counter() - start)
-                statuses[response.status_code] += 1
-                await asyncio.sleep(0.05)
-            stop.set()
-            await polling
+        await poller.get("/health")  # a connection open before timing
+        before: list[float] = []
+        stop = asyncio.Event()
+        polling = asyncio.create_task(poll(poller, stop, before))
+        await asyncio.sleep(1.0)
+        stop.set()
+        await polling
+        stop = asyncio.Event()
+        polling = asyncio.create_task(poll(poller, stop, health))
+        answered, statuses = [], collections.Counter()
+        for _ in range(options.bodies):
+            elapsed, status = await attack()
+            answered.append(elapsed)
+            statuses[status] += 1
+            await asyncio.sleep(0.05)
+        stop.set()
+        await polling
 
     def ms(values: list[float]) -> str:
         values = sorted(values) or [0.0]
