@@ -36,7 +36,7 @@ from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
 from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
 from servers.limits import id_field, json_utf8
 from servers.mcp_apps import McpApps
-from servers.surfaces import ShownTool, View, register_surface
+from servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
 
@@ -61,7 +61,7 @@ async def _shown_on_side_endpoints(domain: Domain, view: View) -> list[ShownTool
     first = next(iter(seen.values()))
     for (path, mode), tools in seen.items():
         if tools != first:
-            raise AssertionError(f"{path} ({mode}) lists other tools than {paths[0]}")
+            raise ListingMismatch(f"{path} ({mode}) lists other tools than {paths[0]}")
     return first
 
 
@@ -73,7 +73,7 @@ async def _shown_on_ep_endpoint(domain: Domain, view: View) -> list[ShownTool]:
         modern = await listed_tools(app, f"/{domain.name}/mcp")
         legacy = await listed_tools(app, f"/{domain.name}/mcp/", "legacy")  # as EP connects
     if modern != legacy:
-        raise AssertionError(f"/{domain.name}/mcp lists other tools to legacy clients")
+        raise ListingMismatch(f"/{domain.name}/mcp lists other tools to legacy clients")
     return modern
 
 

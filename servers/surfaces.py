@@ -46,6 +46,10 @@ class UnregisteredSurface(LookupError):
     """A listing was asked for by a surface that is not in the registry."""
 
 
+class ListingMismatch(RuntimeError):
+    """Two paths of one surface (two URLs, two protocol revisions) list different tools."""
+
+
 @dataclass(frozen=True, eq=False)
 class Surface:
     """One place that shows tools. `views`: what it shows (see the module docstring)."""
