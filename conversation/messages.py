@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -83,3 +83,15 @@ def is_user_stop(message: ChatMessage) -> bool:
 
 def is_agent_stop(message: ChatMessage) -> bool:
     return message.content is not None and STOP in message.content
+
+
+def history_messages(task) -> list[Message]:
+    """The task's initial message history, stamped a second apart and ending just now."""
+    state = task.initial_state
+    raw = (state.message_history or []) if state is not None else []
+    messages = [parse_message(m.model_dump()) for m in raw]
+    start = datetime.now() - timedelta(seconds=len(messages))
+    for i, message in enumerate(messages):
+        message.turn_idx = None
+        message.timestamp = (start + timedelta(seconds=i)).isoformat()
+    return messages

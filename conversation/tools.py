@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from conversation.errors import InfrastructureError
+
 Side = Literal["agent", "user"]
 
-
-class InfrastructureError(RuntimeError):
-    """The server or a model provider failed; the simulation is retried, never scored."""
+__all__ = ["InfrastructureError", "Side", "ToolInfo", "ToolResult", "ToolSession"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
-"""Errors that stop a whole run (as opposed to one simulation, which is retried)."""
+"""Errors that stop a whole run (as opposed to one simulation, which is retried).
+
+Defined in `conversation.errors`, below the grader and the simulated user, which raise them too.
+"""
 
 from __future__ import annotations
 
+from conversation.errors import ConfigError, InfrastructureError
 
-class ConfigError(ValueError):
-    """A run was asked for something it cannot do; the message says what."""
+__all__ = ["ConfigError", "InfrastructureError"]

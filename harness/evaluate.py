@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from conversation.messages import parse_message
+from grading import Grader
 from harness.backends import EpisodeBackend
-from harness.grading import Grader
 from harness.metrics import INFRA
 from harness.task_group import gather_or_cancel
 from servers.engine.domain import Domain

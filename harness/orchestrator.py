@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -20,7 +19,6 @@ from conversation.messages import (
     ToolMessage,
     is_user_stop,
     now,
-    parse_message,
 )
 from harness.agents.base import Agent
 from harness.backends import ToolSession
@@ -66,18 +64,6 @@ class Conversation:
     tool_errors: int
     history_length: int
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def history_messages(task) -> list[Message]:
-    """The task's initial message history, stamped a second apart and ending just now."""
-    state = task.initial_state
-    raw = (state.message_history or []) if state is not None else []
-    messages = [parse_message(m.model_dump()) for m in raw]
-    start = datetime.now() - timedelta(seconds=len(messages))
-    for i, message in enumerate(messages):
-        message.turn_idx = None
-        message.timestamp = (start + timedelta(seconds=i)).isoformat()
-    return messages
 
 
 class EmptyMessageError(RuntimeError):

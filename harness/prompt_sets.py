@@ -20,7 +20,7 @@ from conversation.tools import ToolInfo
 from servers.engine.tasks import Task
 
 if TYPE_CHECKING:
-    from harness.runner import RunConfig
+    from harness.config import RunConfig
 
 OWN_SET = "tau-mcp"
 REFERENCE_SET = "reference"

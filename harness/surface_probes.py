@@ -40,7 +40,8 @@ async def captured_participant(
     docstring). `participant` is an agent class for the agent seat, a user class for the user
     seat; the other seat is played without a model (scripted user, oracle agent)."""
     from harness.backends.http import in_process_backend
-    from harness.runner import RunConfig, Runner
+    from harness.config import RunConfig
+    from harness.simulate import SimulationRunner
 
     built: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -58,14 +59,14 @@ async def captured_participant(
 
     if seat == "agent":
         config = RunConfig(domain.name, agent_llm=PROBE_MODEL, user="dummy" if solo else "scripted")
-        kinds: dict[str, Any] = {"agent_cls": Captured}
+        kinds: dict[str, Any] = {"agent_factory": Captured}
     else:
         config = RunConfig(domain.name, agent="oracle", user_llm=PROBE_MODEL)
-        kinds = {"user_cls": Captured}
+        kinds = {"user_factory": Captured}
     config.max_retries = 0
     backend = await in_process_backend({domain.name: domain})
     try:
-        runner = Runner(backend, domain, config, **kinds)
+        runner = SimulationRunner(backend, domain, config, **kinds)
         task = task or probe_task(domain, solo)
         run = asyncio.ensure_future(runner.simulate(task, 0, 0))
         try:

@@ -16,7 +16,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
-from harness.grading.grader import gold_hashes_of
+from grading.gold import gold_hashes_of
 from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore

@@ -18,8 +18,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from harness.backends.http import in_process_backend  # noqa: E402
+from harness.config import RunConfig  # noqa: E402
 from harness.metrics import summarize  # noqa: E402
-from harness.runner import RunConfig, Runner  # noqa: E402
+from harness.runner import Runner  # noqa: E402
+from harness.simulate import SimulationRunner  # noqa: E402
 from servers.domains.registry import DOMAIN_NAMES, load_domains  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "tau2-data"
@@ -42,7 +44,7 @@ async def bench(data_dir: Path, names: list[str], concurrency: int) -> int:
                 max_concurrency=concurrency,
                 max_retries=0,
             )
-            sims = (await Runner(backend, domain, config).run()).simulations
+            sims = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
             summary = summarize(sims)
             # A miss is a DB mismatch where DB counts toward the reward. (db_check follows the
             # reference's grader, whose telecom gold state skips the device sync, so telecom's

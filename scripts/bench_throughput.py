@@ -214,15 +214,15 @@ def harness_command(args: argparse.Namespace, save_to: Path, extra: list[str]) -
 MARKED = """
 import sys, time
 import conversation.llm as llm
-import harness.runner as runner
-original = runner.Runner.simulate
+import harness.simulate as simulate_module
+original = simulate_module.SimulationRunner.simulate
 def simulate(self, *args, **kwargs):
-    if not getattr(runner, "_bench_marked", False):
-        runner._bench_marked = True
+    if not getattr(simulate_module, "_bench_marked", False):
+        simulate_module._bench_marked = True
         sys.stderr.write(f"BENCH-FIRST-SIMULATION {time.time()} {time.process_time()}\\n")
         sys.stderr.flush()
     return original(self, *args, **kwargs)
-runner.Runner.simulate = simulate
+simulate_module.SimulationRunner.simulate = simulate
 load_litellm = llm.litellm_module
 def litellm_module():
     if llm._litellm is not None:

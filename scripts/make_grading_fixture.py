@@ -287,7 +287,7 @@ def strip_message(m: dict) -> dict:
 
 
 def _comparable(reward_info):
-    from harness.grading.compare import comparable
+    from grading.compare import comparable
 
     return comparable(reward_info)
 

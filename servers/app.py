@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,7 +28,6 @@ from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
 from servers.engine.errors import UnknownEpisode
 from servers.engine.ids import check_episode_id
-from servers.engine.tasks import EnvAssertion
 from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
 from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
@@ -318,19 +316,7 @@ class TauServer:
     async def assertions(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
         items = _list_field(await json_object_body(request), "assertions")
-        results = []
-        with episode.lock:
-            for item in items:
-                try:
-                    assertion = EnvAssertion.model_validate(item)
-                    results.append({"met": episode.check_assertion(assertion), "error": None})
-                except ValidationError as exc:
-                    results.append(
-                        {"met": None, "error": f"malformed assertion: {exc.errors()[0]['msg']}"}
-                    )
-                except Exception as exc:  # noqa: BLE001 - the reference counts a failing check as unmet
-                    results.append({"met": None, "error": f"{type(exc).__name__}: {exc}"})
-        return JSONResponse({"results": results})
+        return JSONResponse({"results": episode.check_assertions(items)})
 
     async def replay(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
@@ -338,18 +324,7 @@ class TauServer:
         calls = _list_field(body, "calls")
         only_mutating = bool(body.get("only_mutating", False))
         parsed = [_parse_call(index, call) for index, call in enumerate(calls)]
-        outputs: list[dict[str, Any] | None] = []
-        with episode.lock:
-            for requestor, name, arguments in parsed:
-                if only_mutating:
-                    outcome = episode.replay_call(requestor, name, arguments)
-                else:
-                    side: Side = "user" if requestor == "user" else "agent"
-                    outcome = episode.call(side, name, arguments)
-                outputs.append(
-                    None if outcome is None else {"output": outcome.text, "error": outcome.error}
-                )
-        return JSONResponse({"outputs": outputs})
+        return JSONResponse({"outputs": episode.replay(parsed, only_mutating)})
 
     # --- assembly ---------------------------------------------------------------------------
     def routes(self) -> list[Route]:

@@ -77,48 +77,6 @@ def initialize_extra(body: bytes) -> dict[str, Any] | None:
     return extra if isinstance(extra, dict) else {}
 
 
-class GoldRewards:
-    """The task's gold final state (its evaluation actions replayed on a fresh episode), hashed
-    once per task: a database reward is then one hash comparison."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], dict[str, str | None] | None] = {}
-
-    def hashes(self, episode: Episode) -> dict[str, str | None] | None:
-        task = episode.task
-        if task is None:
-            return None
-        key = (episode.domain.name, task.id)
-        if key not in self._cache:
-            self._cache[key] = self._compute(episode)
-        return self._cache[key]
-
-    @staticmethod
-    def _compute(episode: Episode) -> dict[str, str | None] | None:
-        task = episode.task
-        criteria = task.evaluation_criteria if task is not None else None
-        if task is None or criteria is None or criteria.actions is None:
-            return None
-        gold = Episode(episode.domain, f"gold-{task.id}", task)
-        for action in criteria.actions:
-            side = "user" if action.requestor == "user" else "agent"
-            gold.call(side, action.name, action.arguments)
-        return gold.hashes()
-
-    def reward(self, episode: Episode) -> float | None:
-        """1.0 when the episode's databases equal the gold state, 0.0 when not, None without a
-        gold state (no task, or a task without evaluation actions)."""
-        gold = self.hashes(episode)
-        if gold is None:
-            return None
-        with episode.lock:
-            got = episode.hashes()
-        same = all(
-            gold[side] is None or got[side] == gold[side] for side in ("agent_db", "user_db")
-        )
-        return 1.0 if same else 0.0
-
-
 class EvalProtocolBridge:
     """Tracks EP sessions and serves the EP gateway and control routes for every domain."""
 
@@ -137,7 +95,6 @@ class EvalProtocolBridge:
         self.transports: OrderedDict[str, tuple[str, str]] = OrderedDict()
         # Connections whose session a newer connection took over: refused, never rerouted.
         self.revoked: OrderedDict[str, str] = OrderedDict()
-        self.gold = GoldRewards()
         self.grades = SessionGrader()
 
     # --- sessions ---------------------------------------------------------------------------

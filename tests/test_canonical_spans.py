@@ -1,5 +1,5 @@
 """Hashes from the span-indexed base text equal the sha256 of the full canonical text, assembled
-record by record (tests/canonical_reference.py), whatever an episode did to its state."""
+record by record (tests/support/canonical_reference.py), whatever an episode did to its state."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from servers.engine.canonical import canonical_fragment, canonical_json, key_jso
 from servers.engine.cow import BaseState, CowDB
 from servers.engine.data import DEMO_DIR
 from servers.engine.episode import EpisodeStore
-from tests import conformance as conf
-from tests.canonical_reference import reference_hash, reference_text
+from tests.support import conformance as conf
+from tests.support.canonical_reference import reference_hash, reference_text
 
 
 class Item(BaseModel):
@@ -174,7 +174,7 @@ def test_mock_domain_both_sides_hash_as_the_full_text() -> None:
         _check(db)
 
 
-@pytest.mark.skipif(not conf.fixtures_present(), reason="reference data not found")
+@pytest.mark.needs_data("airline", "retail")
 @pytest.mark.parametrize("name", ["airline", "retail"])
 def test_real_domains_hash_as_the_full_text_after_their_gold_actions(name: str) -> None:
     domain = load_domains([name], conf.DATA_DIR)[name]
@@ -189,7 +189,7 @@ def test_real_domains_hash_as_the_full_text_after_their_gold_actions(name: str) 
         _check(episode.agent_db)
 
 
-@pytest.mark.skipif(not conf.fixtures_present(), reason="reference data not found")
+@pytest.mark.needs_data("telecom")
 def test_telecom_cow_hashes_match_the_full_text_on_both_sides() -> None:
     domain = load_domains(["telecom"], conf.DATA_DIR)["telecom"]
     store = EpisodeStore({"telecom": domain})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.data_cli import data_app
+from harness.cli.data import data_app
 from servers.engine.errors import DataError
 from servers.engine.pins import (
     content_pins,
@@ -18,11 +18,7 @@ from servers.engine.pins import (
     load_pins,
     verify_data_dir,
 )
-from tests.conformance import DATA_DIR
-
-needs_data = pytest.mark.skipif(
-    not (DATA_DIR / "MANIFEST.json").is_file(), reason=f"reference data not found at {DATA_DIR}"
-)
+from tests.support.data import DATA_DIR
 
 
 def test_pins_cover_the_manifest_files() -> None:
@@ -52,13 +48,13 @@ def test_content_sha256_depends_on_the_values_only() -> None:
         content_sha256(document, ["l/2"])
 
 
-@needs_data
+@pytest.mark.needs_data("manifest")
 def test_shared_data_verifies() -> None:
     result = verify_data_dir(DATA_DIR)
     assert result.ok, result.problems
 
 
-@needs_data
+@pytest.mark.needs_data("manifest")
 def test_tampered_data_is_reported(tmp_path: Path) -> None:
     folder = tmp_path / "d"
     shutil.copytree(DATA_DIR, folder)

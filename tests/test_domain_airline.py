@@ -16,7 +16,7 @@ from servers.domains.airline.agent_tools import AirlineTools
 from servers.domains.airline.models import FlightDB
 from servers.engine.cow import BaseState, CowDB
 from servers.engine.render import render_result
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 
 def _day(seats: int, price: int) -> dict:
@@ -314,7 +314,7 @@ def test_calculate_and_argument_errors_read_like_the_reference(tools: AirlineToo
     )
 
 
-@pytest.mark.skipif(not conf.fixtures_present(), reason="conformance fixtures not found")
+@pytest.mark.needs_data("airline", "conformance")
 def test_tool_signatures_match_the_reference() -> None:
     reference = json.loads((conf.CONFORMANCE_DIR / "tool_signatures.json").read_text())["airline"][
         "agent"

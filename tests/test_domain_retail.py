@@ -8,14 +8,11 @@ import pytest
 
 from servers.domains.registry import load_domains
 from servers.engine.episode import EpisodeStore
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 RETAIL_DIR = conf.DATA_DIR / "tau2" / "domains" / "retail"
 
-pytestmark = pytest.mark.skipif(
-    not (RETAIL_DIR / "db.json").is_file(),
-    reason=f"retail reference data not found in {RETAIL_DIR} (set TAU2_DATA_DIR)",
-)
+pytestmark = pytest.mark.needs_data("retail")
 
 # A pending order with two lines of different products, paid with a gift card.
 ORDER = "#W6779827"

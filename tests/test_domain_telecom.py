@@ -11,14 +11,11 @@ import pytest
 from servers.domains.registry import load_domains
 from servers.engine.canonical import canonical_hash
 from servers.engine.episode import EpisodeStore
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 TELECOM_DIR = conf.DATA_DIR / "tau2" / "domains" / "telecom"
 
-pytestmark = pytest.mark.skipif(
-    not (TELECOM_DIR / "db.toml").is_file(),
-    reason=f"telecom reference data not found in {TELECOM_DIR} (set TAU2_DATA_DIR)",
-)
+pytestmark = pytest.mark.needs_data("telecom")
 
 # John Smith (C1001) on line L1002, whose line is suspended for an unpaid bill B1234321.
 OVERDUE_TASK = (

@@ -7,12 +7,9 @@ import pytest
 from servers.domains.registry import load_domains
 from servers.engine.canonical import canonical_hash
 from servers.engine.episode import EpisodeStore
-from tests import conformance as conf
+from tests.support import conformance as conf
 
-pytestmark = pytest.mark.skipif(
-    not conf.fixtures_present(),
-    reason=f"reference data or conformance fixtures not found ({conf.DATA_DIR}, {conf.CONFORMANCE_DIR})",
-)
+pytestmark = pytest.mark.needs_data("conformance")
 
 DOMAINS = ("mock", "airline", "retail", "telecom")
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app as harness_app
 from servers.integrations.ep_stock import build_app, build_parser
-from tests.server_support import DATA_DIR, InProcess, mcp_initialize, needs_data
+from tests.support.server import DATA_DIR, InProcess, mcp_initialize
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

@@ -19,11 +19,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.fake_llm_server import call, text
-from tests.harness_support import needs_data
-from tests.server_support import DATA_DIR, free_port
+from tests.support.fake_llm_server import call, text
+from tests.support.server import DATA_DIR, free_port
 
-pytestmark = needs_data
+pytestmark = [pytest.mark.needs_data, pytest.mark.e2e]
 
 BENCHMARK = Path(__file__).parent / "ep" / "ep_stock_benchmark.py"
 AGENT, USER = "fake-ep-agent", "fake-ep-user"

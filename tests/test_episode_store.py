@@ -161,3 +161,45 @@ def test_policy_texts_and_solo_support(store: EpisodeStore) -> None:
     )
     with pytest.raises(EngineError, match="does not support solo mode"):
         no_solo.policy(solo=True)
+
+
+def test_assertions_have_one_verdict_layout_and_one_error_text(store: EpisodeStore) -> None:
+    episode = store.create("mock", None)
+    results = episode.check_assertions(
+        [
+            {
+                "env_type": "assistant",
+                "func_name": "assert_task_status",
+                "arguments": {"task_id": "task_2", "expected_status": "completed"},
+            },
+            {
+                "env_type": "assistant",
+                "func_name": "assert_task_status",
+                "arguments": {"task_id": "task_1", "expected_status": "completed"},
+            },
+            {"env_type": "assistant", "func_name": "create_task", "arguments": {}},
+            {"func_name": "assert_task_status"},
+        ]
+    )
+    assert results[0] == {"met": True, "error": None}
+    assert results[1] == {"met": False, "error": None}
+    assert results[2]["met"] is None
+    assert results[2]["error"].startswith("ValueError: create_task is not an assertion function")
+    assert results[3]["met"] is None and results[3]["error"].startswith("malformed assertion: ")
+    assert not episode.lock.locked()
+
+
+def test_replay_skips_reads_only_when_asked(store: EpisodeStore) -> None:
+    calls = [
+        ("assistant", "get_users", {}),
+        ("assistant", "update_task_status", {"task_id": "task_1", "status": "completed"}),
+        ("user", "no_such_tool", {}),
+    ]
+    writes = store.create("mock", None)
+    outputs = writes.replay(calls, only_mutating=True)
+    assert outputs[0] is None and outputs[2] is None
+    assert outputs[1] is not None and outputs[1]["error"] is False
+    assert writes.snapshot()["agent_db"]["tasks"]["task_1"]["status"] == "completed"
+    every = store.create("mock", None).replay(calls, only_mutating=False)
+    assert [o is not None for o in every] == [True, True, True]
+    assert every[2] == {"output": "Error: Tool 'no_such_tool' not found.", "error": True}

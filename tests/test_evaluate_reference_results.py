@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from grading import Grader
+from grading.compare import comparable
 from harness.backends.engine import EngineBackend
 from harness.cli import app
 from harness.evaluate import is_solo_run, regrade
-from harness.grading import Grader
-from harness.grading.compare import comparable
 from harness.results import load_results
-from tests.conformance import DATA_DIR
-from tests.harness_support import load, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reference_results_fakellm.json"
 

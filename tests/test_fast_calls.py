@@ -11,11 +11,9 @@ import json
 import httpx
 import pytest
 
-from tests.harness_support import domain_available, load
+from tests.support.harness import domain_available, load
 
-pytestmark = pytest.mark.skipif(
-    domain_available("airline") is not None, reason=str(domain_available("airline"))
-)
+pytestmark = pytest.mark.needs_data("airline")
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -164,7 +162,7 @@ async def test_in_process_server_builds_fastmcp_only_for_requests_that_need_it()
     app; a request only FastMCP answers (a legacy `initialize`) builds one on the spot, and the
     server still shuts down cleanly."""
     from harness.backends.http import in_process_backend
-    from tests.server_support import MCP_HEADERS, mcp_initialize
+    from tests.support.server import MCP_HEADERS, mcp_initialize
 
     backend = await in_process_backend({"airline": load("airline")})
     tau = backend.app.state.tau

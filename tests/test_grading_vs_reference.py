@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from grading import Grader
+from grading.compare import comparable
 from harness.backends.engine import EngineBackend
 from harness.evaluate import regrade
-from harness.grading import Grader
-from harness.grading.compare import comparable
-from tests.harness_support import load, needs_data
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reference_grading.json"
 DOMAINS = ("mock", "airline", "retail", "telecom")

@@ -1,6 +1,6 @@
 """`tau-harness run --agent cmd`: an outside agent program per simulation, through the CLI.
 
-The program is `tests/mcp_agent_program.py` (official `mcp` SDK client, the gold plan); its
+The program is `tests/support/mcp_agent_program.py` (official `mcp` SDK client, the gold plan); its
 graded results must equal the `oracle` agent's on the same tasks.
 """
 
@@ -11,16 +11,16 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from grading.compare import comparable
 from harness.cli import app
-from harness.grading.compare import comparable
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from tests.support.data import DEMO_DIR
 
-pytestmark = needs_data
-PROGRAM = Path(__file__).with_name("mcp_agent_program.py")
-TASKS = "create_task_1,update_task_1,update_task_with_user_tools,update_task_with_initialization_actions"
+pytestmark = pytest.mark.e2e
+PROGRAM = Path(__file__).parent / "support" / "mcp_agent_program.py"
+TASKS = "demo_create,demo_complete,demo_notice,demo_history"
 
 
 def _run(tmp_path: Path, name: str, *extra: str, exit_code: int = 0) -> tuple[dict, str]:
@@ -36,7 +36,7 @@ def _run(tmp_path: Path, name: str, *extra: str, exit_code: int = 0) -> tuple[di
             "--judge-llm",
             "none",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
             "--save-to",
             str(out),
             *extra,
@@ -59,7 +59,7 @@ def _calls(sim: dict) -> list[tuple[str, str, dict]]:
 
 
 def test_agent_program_scores_as_the_oracle(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAU2_DATA_DIR", str(DATA_DIR))
+    monkeypatch.setenv("TAU2_DATA_DIR", str(DEMO_DIR))
     cmd, _ = _run(
         tmp_path,
         "cmd",
@@ -100,7 +100,7 @@ def test_a_program_that_runs_too_long_is_stopped_and_graded(tmp_path):
         "--agent-cmd",
         "sleep 60",
         "--task-ids",
-        "create_task_1",
+        "demo_create",
         "--timeout",
         "1",
     )
@@ -119,7 +119,7 @@ def test_a_program_that_fails_at_once_is_an_infrastructure_error(tmp_path):
         "--agent-cmd",
         "echo cannot start >&2; exit 3",
         "--task-ids",
-        "create_task_1",
+        "demo_create",
         "--max-retries",
         "0",
         exit_code=1,  # a run with an infrastructure error exits nonzero
@@ -132,7 +132,7 @@ def test_a_program_that_fails_at_once_is_an_infrastructure_error(tmp_path):
 
 def test_agent_cmd_options_are_checked(tmp_path):
     runner = CliRunner()
-    base = ["run", "--domain", "mock", "--user", "scripted", "--data-dir", str(DATA_DIR)]
+    base = ["run", "--domain", "mock", "--user", "scripted", "--data-dir", str(DEMO_DIR)]
     missing = runner.invoke(app, [*base, "--agent", "cmd", "--save-to", str(tmp_path / "a.json")])
     assert missing.exit_code == 1 and "--agent-cmd" in missing.output
     stray = runner.invoke(

@@ -7,10 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from tests.support.data import DEMO_DIR
 
-pytestmark = needs_data
 cli = CliRunner()
 
 
@@ -29,7 +27,7 @@ def _run(tmp_path, *extra: str):
             "--judge-llm",
             "none",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
             "--save-to",
             str(out),
             *extra,
@@ -40,11 +38,11 @@ def _run(tmp_path, *extra: str):
 
 
 def test_run_then_evaluate_gives_the_same_rewards(tmp_path):
-    out, printed = _run(tmp_path, "--num-trials", "2", "--task-ids", "create_task_1,update_task_1")
+    out, printed = _run(tmp_path, "--num-trials", "2", "--task-ids", "demo_create,demo_complete")
     document = json.loads(out.read_text())
     assert {"info", "tasks", "simulations"} <= set(document)
     assert [(s["task_id"], s["trial"]) for s in document["simulations"]].count(
-        ("create_task_1", 1)
+        ("demo_create", 1)
     ) == 1
     assert len(document["simulations"]) == 4 and "pass^2" in printed
 
@@ -62,7 +60,7 @@ def test_run_then_evaluate_gives_the_same_rewards(tmp_path):
             "--judge-llm",
             "none",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -91,7 +89,7 @@ def test_run_then_evaluate_gives_the_same_rewards(tmp_path):
             "--judge-llm",
             "none",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -102,12 +100,12 @@ def test_run_then_evaluate_gives_the_same_rewards(tmp_path):
 
 
 def test_view_shows_summary_and_a_conversation(tmp_path):
-    out, _ = _run(tmp_path, "--task-ids", "update_task_1")
+    out, _ = _run(tmp_path, "--task-ids", "demo_complete")
     result = cli.invoke(app, ["view", str(out)])
     assert (
         result.exit_code == 0
         and "average reward" in result.output
-        and "update_task_1" in result.output
+        and "demo_complete" in result.output
     )
     sim_id = json.loads(out.read_text())["simulations"][0]["id"]
     result = cli.invoke(app, ["view", str(out), "--sim", sim_id[:8]])
@@ -129,7 +127,7 @@ def test_errors_are_one_sentence(tmp_path):
             "--user",
             "scripted",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         [
             "run",
@@ -142,7 +140,7 @@ def test_errors_are_one_sentence(tmp_path):
             "--task-ids",
             "nope",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         [
             "run",
@@ -153,7 +151,7 @@ def test_errors_are_one_sentence(tmp_path):
             "--user",
             "dummy",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         [
             "run",
@@ -166,7 +164,7 @@ def test_errors_are_one_sentence(tmp_path):
             "--agent-llm-args",
             "{x",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
     ]
     for args in cases:
@@ -199,10 +197,10 @@ def test_infrastructure_causes_are_counted_and_shortened() -> None:
 
 
 def test_task_ids_take_space_separated_values_like_the_reference(tmp_path):
-    out, _ = _run(tmp_path, "--task-ids", "create_task_1", "update_task_1", "--num-trials", "1")
+    out, _ = _run(tmp_path, "--task-ids", "demo_create", "demo_complete", "--num-trials", "1")
     sims = json.loads(out.read_text())["simulations"]
-    assert sorted(s["task_id"] for s in sims) == ["create_task_1", "update_task_1"]
+    assert sorted(s["task_id"] for s in sims) == ["demo_complete", "demo_create"]
     stray = CliRunner().invoke(
-        app, ["run", "--domain", "mock", "stray", "--data-dir", str(DATA_DIR)]
+        app, ["run", "--domain", "mock", "stray", "--data-dir", str(DEMO_DIR)]
     )
     assert stray.exit_code == 1 and "unexpected arguments: stray" in stray.output

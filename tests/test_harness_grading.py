@@ -5,17 +5,18 @@ from __future__ import annotations
 import pytest
 
 from conversation.messages import ChatMessage, ToolCall
+from grading import Grader
+from grading.checks import check_actions, check_communication
 from harness.agents import Agent
 from harness.backends.engine import EngineBackend
-from harness.grading import Grader
-from harness.grading.checks import check_actions, check_communication
+from harness.config import RunConfig
 from harness.metrics import pass_hat_k, summarize
 from harness.orchestrator import Limits, Orchestrator
-from harness.runner import RunConfig, Runner
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from servers.engine.tasks import Task
-from tests.harness_support import load, needs_data
-
-pytestmark = needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.harness import load
 
 
 def said(role: str, content: str) -> ChatMessage:
@@ -37,6 +38,14 @@ def with_criteria(task: Task, **changes) -> Task:
 
 @pytest.fixture
 def mock():
+    """The bundled demo mock domain on the bare engine."""
+    domain = load("mock", DEMO_DIR)
+    return domain, EngineBackend({"mock": domain})
+
+
+@pytest.fixture
+def reference_mock():
+    """The reference's mock domain (its tasks with user tools and notifications)."""
     domain = load("mock")
     return domain, EngineBackend({"mock": domain})
 
@@ -46,7 +55,7 @@ def mock():
 )
 async def test_premature_endings_score_zero(mock, ending):
     domain, backend = mock
-    task = domain.task("create_task_1")
+    task = domain.task("demo_create")
     ref = await backend.create_episode("mock", task.id)
     info = await Grader(backend, domain).grade(task, [], ending, ref)
     assert info["reward"] == 0.0 and info["reward_basis"] is None and info["db_check"] is None
@@ -55,7 +64,7 @@ async def test_premature_endings_score_zero(mock, ending):
 
 async def test_a_task_without_criteria_passes(mock):
     domain, backend = mock
-    task = domain.task("create_task_1").model_copy(update={"evaluation_criteria": None})
+    task = domain.task("demo_create").model_copy(update={"evaluation_criteria": None})
     ref = await backend.create_episode("mock", task.id)
     info = await Grader(backend, domain).grade(task, [], "user_stop", ref)
     assert info["reward"] == 1.0 and info["reward_basis"] is None
@@ -64,7 +73,7 @@ async def test_a_task_without_criteria_passes(mock):
 async def test_no_actions_and_no_assertions_means_the_db_passes(mock):
     domain, backend = mock
     task = with_criteria(
-        domain.task("create_task_1"), actions=None, env_assertions=None, reward_basis=["DB"]
+        domain.task("demo_create"), actions=None, env_assertions=None, reward_basis=["DB"]
     )
     ref = await backend.create_episode("mock", task.id)
     await backend.replay(
@@ -73,7 +82,7 @@ async def test_no_actions_and_no_assertions_means_the_db_passes(mock):
             {
                 "requestor": "assistant",
                 "name": "create_task",
-                "arguments": {"user_id": "user_1", "title": "x"},
+                "arguments": {"user_id": "ana", "title": "x"},
             }
         ],
         False,
@@ -82,8 +91,9 @@ async def test_no_actions_and_no_assertions_means_the_db_passes(mock):
     assert info["db_check"] == {"db_match": True, "db_reward": 1.0} and info["reward"] == 1.0
 
 
-async def test_db_check_compares_both_databases(mock):
-    domain, backend = mock
+@pytest.mark.needs_data
+async def test_db_check_compares_both_databases(reference_mock):
+    domain, backend = reference_mock
     task = domain.task("update_task_with_user_tools")  # basis DB, ACTION, ENV_ASSERTION
     grader = Grader(backend, domain)
     gold_call = {
@@ -131,7 +141,7 @@ async def test_db_check_compares_both_databases(mock):
 
 async def test_reward_is_the_product_over_the_basis_only(mock):
     domain, backend = mock
-    task = with_criteria(domain.task("update_task_with_user_tools"), reward_basis=["ENV_ASSERTION"])
+    task = with_criteria(domain.task("demo_notice"), reward_basis=["ENV_ASSERTION"])
     ref = await backend.create_episode("mock", task.id)
     await backend.replay(
         ref,
@@ -139,7 +149,7 @@ async def test_reward_is_the_product_over_the_basis_only(mock):
             {
                 "requestor": "user",
                 "name": "dismiss_notification",
-                "arguments": {"notification_id": "notif_1"},
+                "arguments": {"notification_id": "note_1"},
             }
         ],
         False,
@@ -154,7 +164,7 @@ async def test_reward_is_the_product_over_the_basis_only(mock):
 def test_communicate_matching_rules(mock):
     domain, _ = mock
     task = with_criteria(
-        domain.task("create_task_1"), communicate_info=["task_2 CREATED", "1,000", "refund 1000"]
+        domain.task("demo_create"), communicate_info=["task_2 CREATED", "1,000", "refund 1000"]
     )
     messages = [
         said("user", "task_2 created"),  # the user's words never count
@@ -173,27 +183,35 @@ def test_communicate_matching_rules(mock):
 def test_action_matching_uses_compare_args(mock):
     domain, _ = mock
     kinds = {"create_task": "write", "transfer_to_human_agents": "generic"}
-    impossible = domain.task("impossible_task_1")  # compare_args == []: any transfer matches
+    impossible = domain.task("demo_delete")  # compare_args == []: any transfer matches
     result = check_actions(
         impossible, [called("transfer_to_human_agents", summary="anything")], kinds
     )
     assert result.reward == 1.0 and result.checks[0]["tool_type"] == "generic"
-    create = domain.task("create_task_1")  # no compare_args: every argument of the call must agree
-    extra = called("create_task", user_id="user_1", title="Important Meeting", description="extra")
+    create = domain.task("demo_create")  # no compare_args: every argument of the call must agree
+    extra = called(
+        "create_task", user_id="chidi", title="Book flights to Lagos", description="extra"
+    )
     assert check_actions(create, [extra], kinds).reward == 0.0
     assert (
         check_actions(
-            create, [called("create_task", user_id="user_1", title="Important Meeting")], kinds
+            create, [called("create_task", user_id="chidi", title="Book flights to Lagos")], kinds
         ).reward
         == 1.0
     )
-    user_call = called("create_task", requestor="user", user_id="user_1", title="Important Meeting")
+    user_call = called(
+        "create_task", requestor="user", user_id="chidi", title="Book flights to Lagos"
+    )
     assert check_actions(create, [user_call], kinds).reward == 1.0  # any side's calls count
 
 
 async def test_nl_assertions_are_left_out_when_judging_is_off(mock):
     domain, backend = mock
-    task = with_criteria(domain.task("create_task_1_nl_eval"), reward_basis=["NL_ASSERTION"])
+    task = with_criteria(
+        domain.task("demo_create"),
+        nl_assertions=["The agent greets the customer."],
+        reward_basis=["NL_ASSERTION"],
+    )
     ref = await backend.create_episode("mock", task.id)
     info = await Grader(backend, domain, judge=None).grade(
         task, [said("assistant", "hi")], "user_stop", ref
@@ -268,7 +286,7 @@ async def _converse(backend, agent_cls, limits):
     from harness.agents import AgentContext
 
     domain = backend.store.domains["mock"]
-    task = domain.task("create_task_1")
+    task = domain.task("demo_create")
     ref = await backend.create_episode("mock", task.id)
     session = await backend.open_session(ref, "agent")
     agent = agent_cls(AgentContext(task=task, domain="mock", policy="", tools=[]))
@@ -288,9 +306,9 @@ async def test_step_and_error_limits(mock):
 async def test_solo_oracle_with_the_dummy_user(mock):
     domain, backend = mock
     config = RunConfig(
-        domain="mock", agent="oracle", user="dummy", task_ids=["create_task_1", "update_task_1"]
+        domain="mock", agent="oracle", user="dummy", task_ids=["demo_create", "demo_complete"]
     )
-    sims = (await Runner(backend, domain, config).run()).simulations
+    sims = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     for sim in sims:
         assert sim["termination_reason"] == "agent_stop"
         assert sim["messages"][0]["role"] == "assistant" and sim["messages"][0]["tool_calls"]
@@ -300,15 +318,17 @@ async def test_solo_oracle_with_the_dummy_user(mock):
 
 def test_bad_run_configurations_fail_with_one_sentence(mock):
     domain, backend = mock
-    from harness.runner import ConfigError
+    from harness.errors import ConfigError
+
+    def make(**settings):
+        return SimulationRunner(backend, domain, RunConfig(domain="mock", **settings))
 
     # A model-driven agent without --agent-llm gets the default model.
-    runner = Runner(backend, domain, RunConfig(domain="mock", agent="llm", user="scripted"))
-    assert runner.config.agent_llm
+    assert make(agent="llm", user="scripted").config.agent_llm
     with pytest.raises(ConfigError, match="dummy user only works"):
-        Runner(backend, domain, RunConfig(domain="mock", agent="llm", agent_llm="m", user="dummy"))
+        make(agent="llm", agent_llm="m", user="dummy")
     with pytest.raises(ValueError, match="unknown agent"):
-        Runner(backend, domain, RunConfig(domain="mock", agent="nope", user="scripted"))
+        make(agent="nope", user="scripted")
 
 
 class MixedAgent(Agent):
@@ -330,7 +350,7 @@ async def test_protocol_enforcement_and_empty_messages(mock):
     from harness.orchestrator import EmptyMessageError
 
     domain, backend = mock
-    task = domain.task("create_task_1")
+    task = domain.task("demo_create")
 
     async def converse(agent_cls, enforce):
         ref = await backend.create_episode("mock", task.id)

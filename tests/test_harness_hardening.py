@@ -25,11 +25,9 @@ from harness.cli import app
 from harness.results import ResultsFile, atomic_write, journal_path, load_results
 from harness.results_lock import ResultsLocked, lock_path, results_lock
 from harness.resume_check import differences
-from tests.conformance import DATA_DIR, ROOT
-from tests.fake_llm_server import FakeLLMServer
-from tests.harness_support import needs_data
+from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
+from tests.support.fake_llm_server import FakeLLMServer
 
-pytestmark = needs_data
 cli = CliRunner()
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
 GATED = "tests.test_harness_hardening:GatedOracle"
@@ -47,7 +45,9 @@ class GatedOracle(OracleAgent):
         return await super().respond(incoming)
 
 
-def _command(save_to: Path, *extra: str, agent: str = "oracle") -> list[str]:
+def _command(
+    save_to: Path, *extra: str, agent: str = "oracle", data_dir: Path = DEMO_DIR
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -66,7 +66,7 @@ def _command(save_to: Path, *extra: str, agent: str = "oracle") -> list[str]:
         "--save-to",
         str(save_to),
         "--data-dir",
-        str(DATA_DIR),
+        str(data_dir),
         *extra,
     ]
 
@@ -110,15 +110,16 @@ def _cli_run(save_to: Path, *extra: str):
 # --- 11: one writer per results file ------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_second_run_on_the_same_file_is_refused_and_the_first_loses_nothing(tmp_path):
     save_to = tmp_path / "r.json"
-    three = "create_task_1,update_task_1,create_task_1_with_env_assertions"
+    three = "demo_create,demo_complete,demo_notice"
     gate = tmp_path / "go"
     first = _start(save_to, "--task-ids", three, agent=GATED, env=_env(TAU_TEST_GATE=str(gate)))
     try:
         _wait_for(lambda: lock_path(save_to).exists(), first)  # locked, held at the gate
         second = subprocess.run(
-            _command(save_to, "--task-ids", "impossible_task_1"),
+            _command(save_to, "--task-ids", "demo_delete"),
             cwd=ROOT,
             env=_env(),
             capture_output=True,
@@ -150,21 +151,21 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
 
 def test_evaluate_will_not_write_over_a_run_in_progress(tmp_path):
     save_to, _ = tmp_path / "run.json", None
-    assert _cli_run(save_to, "--task-ids", "create_task_1").exit_code == 0
+    assert _cli_run(save_to, "--task-ids", "demo_create").exit_code == 0
     target = tmp_path / "unfinished.json"
     target.write_text(save_to.read_text())
     journal_path(target).write_text("")
     result = cli.invoke(
         app,
         ["evaluate", "--domain", "mock", "--input", str(save_to), "--save-to", str(target)]
-        + ["--judge-llm", "none", "--data-dir", str(DATA_DIR)],
+        + ["--judge-llm", "none", "--data-dir", str(DEMO_DIR)],
     )
     assert result.exit_code == 1 and "unfinished run" in _one_sentence(result.output)
     with results_lock(target):
         result = cli.invoke(
             app,
             ["evaluate", "--domain", "mock", "--input", str(save_to), "--save-to", str(target)]
-            + ["--judge-llm", "none", "--data-dir", str(DATA_DIR)],
+            + ["--judge-llm", "none", "--data-dir", str(DEMO_DIR)],
         )
     assert result.exit_code == 1 and "in use by another run" in _one_sentence(result.output)
 
@@ -174,12 +175,12 @@ def test_evaluate_will_not_write_over_a_run_in_progress(tmp_path):
 
 def test_resume_refuses_changed_settings_and_names_each(tmp_path):
     save_to = tmp_path / "r.json"
-    assert _cli_run(save_to, "--task-ids", "create_task_1").exit_code == 0
+    assert _cli_run(save_to, "--task-ids", "demo_create").exit_code == 0
     before = save_to.read_text()
     result = _cli_run(
         save_to,
         "--task-ids",
-        "create_task_1",
+        "demo_create",
         "--seed",
         "7",
         "--max-steps",
@@ -191,14 +192,14 @@ def test_resume_refuses_changed_settings_and_names_each(tmp_path):
     assert result.exit_code == 1
     for part in ("seed 300 (now 7)", "max steps 200 (now 30)", "max errors 10 (now 3)"):
         assert part in message
-    result = _cli_run(save_to, "--task-ids", "create_task_1,update_task_1")
+    result = _cli_run(save_to, "--task-ids", "demo_create,demo_complete")
     assert "tasks (1 in the file, 2 selected now)" in _one_sentence(result.output)
-    result = _cli_run(save_to, "--task-ids", "create_task_1", "--enforce-communication-protocol")
+    result = _cli_run(save_to, "--task-ids", "demo_create", "--enforce-communication-protocol")
     assert "communication protocol false (now true)" in _one_sentence(result.output)
     assert save_to.read_text() == before  # a refusal writes nothing
     # Settings that cannot change a recorded result do not stand in the way.
     result = _cli_run(
-        save_to, "--task-ids", "create_task_1", "--max-concurrency", "4", "--max-retries", "0"
+        save_to, "--task-ids", "demo_create", "--max-concurrency", "4", "--max-retries", "0"
     )
     assert result.exit_code == 0, result.output
     assert len(json.loads(save_to.read_text())["simulations"]) == 1
@@ -245,7 +246,7 @@ def test_differences_cover_models_judge_and_data():
 
 def test_evaluate_refuses_a_file_of_another_domain(tmp_path):
     save_to = tmp_path / "r.json"
-    assert _cli_run(save_to, "--task-ids", "create_task_1").exit_code == 0
+    assert _cli_run(save_to, "--task-ids", "demo_create").exit_code == 0
     result = cli.invoke(
         app,
         ["evaluate", "--domain", "airline", "--input", str(save_to)]
@@ -267,8 +268,8 @@ def test_infrastructure_errors_exit_nonzero_and_show_in_the_bar(tmp_path, monkey
             app,
             ["run", "--domain", "mock", "--agent", "llm", "--agent-llm", "openai/agent"]
             + ["--agent-llm-args", args, "--user", "scripted", "--judge-llm", "none"]
-            + ["--task-ids", "create_task_1,update_task_1", "--max-retries", "0"]
-            + ["--data-dir", str(DATA_DIR), "--save-to", str(save_to)],
+            + ["--task-ids", "demo_create,demo_complete", "--max-retries", "0"]
+            + ["--data-dir", str(DEMO_DIR), "--save-to", str(save_to)],
         )
     assert result.exit_code == 1, result.output
     assert "2 infrastructure errors" in result.output  # the bar, not "pass 100.0%"
@@ -287,7 +288,7 @@ def test_a_missing_key_is_one_sentence_before_anything_runs(tmp_path, monkeypatc
     result = cli.invoke(
         app,
         ["run", "--domain", "mock", "--agent", "llm", "--agent-llm", "gpt-4.1"]
-        + ["--user", "scripted", "--judge-llm", "none", "--data-dir", str(DATA_DIR)]
+        + ["--user", "scripted", "--judge-llm", "none", "--data-dir", str(DEMO_DIR)]
         + ["--save-to", str(save_to)],
     )
     assert result.exit_code == 1
@@ -295,9 +296,8 @@ def test_a_missing_key_is_one_sentence_before_anything_runs(tmp_path, monkeypatc
     assert time.perf_counter() - started < 30 and not save_to.exists()
 
 
+@pytest.mark.needs_data("retail")
 def test_the_retail_judge_without_a_key_says_judge_none_up_front(tmp_path, monkeypatch):
-    if not (DATA_DIR / "tau2" / "domains" / "retail").is_dir():
-        pytest.skip(f"no retail data under {DATA_DIR}")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -332,12 +332,14 @@ def _limit_file_size(limit: int):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
+@pytest.mark.e2e
+@pytest.mark.needs_data  # the size limit below is set for the reference mock's results
 def test_a_full_disk_is_one_sentence_and_keeps_what_finished(tmp_path):
     save_to = tmp_path / "r.json"
     # Every file this run writes may grow to 22 kB (the header alone is 15): the journal fills up after a few
     # simulations, as a disk would (Python ignores SIGXFSZ, so writes fail with EFBIG).
     full = subprocess.run(
-        _command(save_to, "--max-concurrency", "3"),  # the others are stopped cleanly
+        _command(save_to, "--max-concurrency", "3", data_dir=DATA_DIR),  # others stop cleanly
         cwd=ROOT,
         env=_env(),
         capture_output=True,
@@ -353,7 +355,12 @@ def test_a_full_disk_is_one_sentence_and_keeps_what_finished(tmp_path):
     assert 1 <= len(kept) < 10
     assert f"the {len(kept)} finished simulation(s)" in message
     rerun = subprocess.run(
-        _command(save_to), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120
+        _command(save_to, data_dir=DATA_DIR),
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     final = {s["id"]: s for s in json.loads(save_to.read_text())["simulations"]}
@@ -408,13 +415,14 @@ def test_view_on_malformed_files_is_one_sentence(tmp_path, content, expected):
 
 def test_view_on_a_list_of_simulations_works(tmp_path):
     save_to = tmp_path / "r.json"
-    assert _cli_run(save_to, "--task-ids", "create_task_1").exit_code == 0
+    assert _cli_run(save_to, "--task-ids", "demo_create").exit_code == 0
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps(json.loads(save_to.read_text())["simulations"]))
     result = cli.invoke(app, ["view", str(listed)])
-    assert result.exit_code == 0 and "create_task_1" in result.output
+    assert result.exit_code == 0 and "demo_create" in result.output
 
 
+@pytest.mark.e2e
 def test_ctrl_c_says_how_many_are_saved_and_how_to_resume(tmp_path):
     save_to = tmp_path / "r.json"
     proc = _start(save_to)
@@ -442,7 +450,7 @@ def test_results_files_follow_the_umask(tmp_path):
         os.umask(old)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
     save_to = tmp_path / "r.json"
-    assert _cli_run(save_to, "--task-ids", "create_task_1").exit_code == 0
+    assert _cli_run(save_to, "--task-ids", "demo_create").exit_code == 0
     assert save_to.stat().st_mode & 0o777 == 0o666 & ~old
 
 
@@ -455,12 +463,12 @@ def test_version():
 
 def test_evaluate_on_a_message_it_cannot_replay_is_one_sentence(tmp_path):
     bad = tmp_path / "bad.json"
-    sim = {"id": "a", "task_id": "create_task_1", "termination_reason": "agent_stop"}
+    sim = {"id": "a", "task_id": "demo_create", "termination_reason": "agent_stop"}
     bad.write_text(json.dumps([{**sim, "messages": [{"role": "bogus", "content": "x"}]}]))
     result = cli.invoke(
         app,
         ["evaluate", "--domain", "mock", "--input", str(bad), "--save-to", str(tmp_path / "o")]
-        + ["--judge-llm", "none", "--data-dir", str(DATA_DIR)],
+        + ["--judge-llm", "none", "--data-dir", str(DEMO_DIR)],
     )
     assert result.exit_code == 1
     assert "simulation a: message 0 cannot be replayed (role:" in _one_sentence(result.output)
@@ -491,8 +499,8 @@ async def test_the_first_failure_cancels_the_other_simulations():
 
 def test_a_journal_without_its_results_file_is_not_appended_to(tmp_path):
     save_to = tmp_path / "r.json"
-    journal_path(save_to).write_text('{"id": "old", "task_id": "create_task_1"}\n')
-    result = _cli_run(save_to, "--task-ids", "create_task_1")
+    journal_path(save_to).write_text('{"id": "old", "task_id": "demo_create"}\n')
+    result = _cli_run(save_to, "--task-ids", "demo_create")
     assert result.exit_code == 1
     assert "is left over from a run whose results file" in _one_sentence(result.output)
     assert not save_to.exists()

@@ -88,11 +88,9 @@ async def test_gives_up_after_the_retry_budget() -> None:
 async def test_backend_learns_read_only_tools_and_creates_episodes_idempotently() -> None:
     from harness.backends.http import in_process_backend
     from servers.domains.registry import load_domains
-    from tests.server_support import DATA_DIR, needs_data
+    from tests.support.data import DEMO_DIR
 
-    if needs_data.args[0]:
-        pytest.skip(needs_data.kwargs["reason"])
-    backend = await in_process_backend(load_domains(["mock"], DATA_DIR))
+    backend = await in_process_backend(load_domains(["mock"], DEMO_DIR))
     try:
         ref = await backend.create_episode("mock", None)
         session = await backend.open_session(ref, "agent")

@@ -3,17 +3,21 @@ server, with the domain served over MCP (mock: the user has tools of its own).""
 
 from __future__ import annotations
 
-from conversation.messages import parse_message
-from harness.grading import Grader, Judge
-from harness.runner import RunConfig, Runner
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import load, mcp_backend, needs_data
+import pytest
 
-pytestmark = needs_data
+from conversation.messages import parse_message
+from grading import Grader, Judge
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
+from tests.support.data import DEMO_DIR
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
 
 AGENT, USER, JUDGE = "agent-model", "user-model", "judge-model"
 
 
+@pytest.mark.needs_data  # the reference mock's notifications and prompts
 async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
     fake.script(
         USER,
@@ -30,7 +34,7 @@ async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
     domain = load("mock")
     config = fake.run_config("mock", "update_task_with_user_tools", AGENT, USER)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     (sim,) = results.simulations
     assert sim["termination_reason"] == "user_stop", sim.get("info")
     roles = [(m["role"], m.get("requestor")) for m in sim["messages"]]
@@ -91,6 +95,7 @@ async def test_llm_agent_and_user_with_user_tools(fake: FakeLLMServer):
     )  # the scenario is in the prompt
 
 
+@pytest.mark.needs_data("reference_texts")  # the reference's judge request
 async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
     fake.script(
         USER,
@@ -114,7 +119,7 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
     domain = load("mock")
     config = fake.run_config("mock", "create_task_1_nl_eval", AGENT, USER)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
         (sim,) = results.simulations
         # The task's basis leaves NL assertions out, so the run did not judge them.
         assert sim["reward_info"]["nl_assertions"] is None and not fake.requests[JUDGE]
@@ -144,10 +149,10 @@ async def test_nl_assertions_judged_by_a_model(fake: FakeLLMServer):
 
 
 async def test_a_model_failure_is_an_infrastructure_error(fake: FakeLLMServer):
-    domain = load("mock")  # nothing scripted: every model call fails
-    config = fake.run_config("mock", "create_task_1", AGENT, USER, max_retries=1, retry_delay=0.0)
+    domain = load("mock", DEMO_DIR)  # nothing scripted: every model call fails
+    config = fake.run_config("mock", "demo_create", AGENT, USER, max_retries=1, retry_delay=0.0)
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     (sim,) = results.simulations
     assert sim["termination_reason"] == "infrastructure_error"
     assert sim["reward_info"] is None and sim["info"]["attempts"] == 2
@@ -156,20 +161,20 @@ async def test_a_model_failure_is_an_infrastructure_error(fake: FakeLLMServer):
 
 async def test_solo_agent_works_the_ticket_and_stops_with_done(fake: FakeLLMServer):
     fake.script(
-        AGENT, call("create_task", user_id="user_1", title="Important Meeting"), call("done")
+        AGENT, call("create_task", user_id="chidi", title="Book flights to Lagos"), call("done")
     )
-    domain = load("mock")
+    domain = load("mock", DEMO_DIR)
     config = RunConfig(
         domain="mock",
         agent="solo",
         agent_llm=f"openai/{AGENT}",
         agent_llm_args=fake.llm_args(),
         user="dummy",
-        task_ids=["create_task_1"],
+        task_ids=["demo_create"],
         max_retries=0,
     )
     async with mcp_backend(domain) as backend:
-        (sim,) = (await Runner(backend, domain, config).run()).simulations
+        (sim,) = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     assert sim["termination_reason"] == "agent_stop"
     assert [m["role"] for m in sim["messages"]] == ["assistant", "tool", "assistant"]
     assert (
@@ -180,4 +185,4 @@ async def test_solo_agent_works_the_ticket_and_stops_with_done(fake: FakeLLMServ
     assert request["tool_choice"] == "required"
     names = {t["function"]["name"] for t in request["tools"]}
     assert {"done", "create_task", "check_notifications"} <= names  # agent and user tools
-    assert "create a task" in request["messages"][0]["content"].lower()  # the ticket
+    assert "book flights to lagos" in request["messages"][0]["content"].lower()  # the ticket

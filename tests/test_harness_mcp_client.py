@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness_support import domain_available, load
+from tests.support.harness import load
 
-pytestmark = pytest.mark.skipif(
-    domain_available("airline") is not None, reason=str(domain_available("airline"))
-)
+pytestmark = pytest.mark.needs_data("airline")
 
 
 async def _play(backend) -> tuple[list[str], str, bool, str, bool]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.runner import RunConfig, Runner
-from tests.conformance import gold
-from tests.harness_support import domain_available, load, mcp_backend, needs_fixtures
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
+from tests.support.conformance import gold
+from tests.support.harness import domain_available, load, mcp_backend
 
-pytestmark = needs_fixtures
+pytestmark = pytest.mark.needs_data("conformance")
 
 EXPECTED_TASKS = {"mock": 10, "airline": 50, "retail": 114, "telecom": 114}
 
@@ -25,7 +27,7 @@ async def test_oracle_reaches_the_gold_state_on_every_base_task(name: str):
         domain=name, agent="oracle", user="scripted", max_concurrency=8, max_retries=0
     )
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, config).run()
+        results = await Runner(SimulationRunner(backend, domain, config)).run()
     sims = results.simulations
     assert len(sims) == EXPECTED_TASKS[name]
     fixtures = gold(name)

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+import pytest
+
+from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage, history_messages
 from harness.agents import Agent, AgentContext
 from harness.backends import ToolResult
-from harness.orchestrator import Orchestrator, history_messages
-from harness.runner import RunConfig, Runner
+from harness.config import RunConfig
+from harness.orchestrator import Orchestrator
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from simulator.base import UserContext, UserSimulator
 from simulator.llm_user import as_seen_by_user
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import load, mcp_backend, needs_data
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
 
 
 class RecordingSession:
@@ -182,7 +186,7 @@ def test_the_user_model_sees_roles_flipped():
     }
 
 
-@needs_data
+@pytest.mark.needs_data
 async def test_the_trial_seed_overrides_a_seed_in_the_model_arguments():
     domain = load("mock")
     with FakeLLMServer() as fake:
@@ -200,13 +204,13 @@ async def test_the_trial_seed_overrides_a_seed_in_the_model_arguments():
             max_retries=0,
         )
         async with mcp_backend(domain) as backend:
-            (sim,) = (await Runner(backend, domain, config).run()).simulations
+            (sim,) = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     assert sim["termination_reason"] == "user_stop"
     seeds = {r.get("seed") for reqs in fake.requests.values() for r in reqs}
     assert seeds == {sim["seed"]} and sim["seed"] not in (1, 2)
 
 
-@needs_data
+@pytest.mark.needs_data
 def test_history_messages_of_a_task_are_stamped_in_order():
     task = load("mock").task("update_task_with_message_history")
     messages = history_messages(task)

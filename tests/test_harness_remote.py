@@ -8,11 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from tests.server_support import DATA_DIR, domain_ready, real_server
+from tests.support.server import DATA_DIR, real_server
 
-pytestmark = pytest.mark.skipif(
-    domain_ready("airline") is not None, reason=str(domain_ready("airline"))
-)
+pytestmark = [pytest.mark.needs_data("airline"), pytest.mark.e2e]
 
 
 def _run(*args: str):

@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from harness.agents import OracleAgent
 from harness.results import journal_path, load_results
-from tests.conformance import DATA_DIR, ROOT
-from tests.harness_support import needs_data
+from tests.support.data import DEMO_DIR, ROOT
 
-pytestmark = needs_data
+pytestmark = pytest.mark.e2e
 
 
 class SlowOracle(OracleAgent):
@@ -47,8 +48,10 @@ def _harness(save_to, agent: str) -> subprocess.Popen:
         "none",
         "--save-to",
         str(save_to),
+        "--num-trials",
+        "2",
         "--data-dir",
-        str(DATA_DIR),
+        str(DEMO_DIR),
     ]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.Popen(
@@ -87,7 +90,7 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
     assert rerun.returncode == 0, err.decode()[-2000:]
     final = json.loads(save_to.read_text())["simulations"]
     assert not journal_path(save_to).exists()  # a finished run folds the journal in
-    assert len(final) == 10 and len({s["task_id"] for s in final}) == 10
+    assert len(final) == 10 and len({(s["task_id"], s["trial"]) for s in final}) == 10
     by_id = {s["id"]: s for s in final}
     for sim_id, sim in kept.items():
         assert by_id[sim_id] == sim  # finished simulations are kept as they were

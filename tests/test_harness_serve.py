@@ -1,7 +1,7 @@
 """`tau-harness serve`: outside MCP clients play graded simulations against the simulated user.
 
 Both fastmcp's `Client` and the official `mcp` SDK client play the agent over real HTTP on
-loopback (the serve app hosted in the test's event loop), with `tests/mcp_agent_program.py`
+loopback (the serve app hosted in the test's event loop), with `tests/support/mcp_agent_program.py`
 following each task's gold plan the way the `oracle` agent does.
 """
 
@@ -18,15 +18,15 @@ from fastmcp import Client as FastMCPClient
 from mcp import Client as SdkClient
 from mcp.client.streamable_http import streamable_http_client
 
+from harness.config import RunConfig
 from harness.results import journal_path, load_results
-from harness.runner import RunConfig
 from harness.serve.host import hosted, make_hub
 from servers.engine.tool_listing import tool_listing
-from tests.fake_llm_server import text
-from tests.harness_support import domain_available, load, mcp_backend, needs_data
-from tests.mcp_agent_program import play
+from tests.support.fake_llm_server import text
+from tests.support.harness import domain_available, load, mcp_backend
+from tests.support.mcp_agent_program import play
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 AIRLINE_TASK = "7"  # five agent actions; DB and COMMUNICATE in the reward
 TELECOM_TASK = (
@@ -300,7 +300,7 @@ async def test_save_to_appends_and_resumes(tmp_path):
 
 
 def test_serve_config_plays_once():
-    from harness.serve.host import serve_config
+    from harness.serve.simulation import serve_config
 
     assert serve_config(replace(RunConfig(domain="mock"), max_retries=5)).max_retries == 0
 
@@ -330,6 +330,7 @@ async def test_unknown_tools_fail_like_the_episode_endpoint_and_limits_end_the_r
     assert failed[0]["content"] == "Error: Tool 'no_such_tool' not found."
 
 
+@pytest.mark.e2e
 def test_the_serve_command_end_to_end(tmp_path):
     """`tau-harness serve` as a process: token, a simulation ended by hand, saved on Ctrl-C."""
     import os
@@ -340,8 +341,8 @@ def test_the_serve_command_end_to_end(tmp_path):
 
     import httpx
 
-    from tests.conformance import DATA_DIR
-    from tests.server_support import free_port
+    from tests.support.data import DATA_DIR
+    from tests.support.server import free_port
 
     port, out = free_port(), tmp_path / "served.json"
     command = [sys.executable, "-c", "from harness.cli import app; app()", "serve"]
@@ -377,10 +378,11 @@ def test_the_serve_command_end_to_end(tmp_path):
     assert [s["id"] for s in saved["simulations"]] == [created["simulation_id"]]
 
 
+@pytest.mark.e2e
 async def test_episodes_on_a_running_tau_server():
     """`--server URL`: the episodes live on a separate `tau-server` process."""
     from harness.backends.http import remote_backend
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     domain = load("mock")
     config = RunConfig(domain="mock", agent="mcp", user="scripted", judge=None)

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("litellm", "openai", "fastmcp", "mcp", "httpx2", "uvicorn")
 

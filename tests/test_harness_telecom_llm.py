@@ -15,13 +15,14 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.runner import RunConfig, Runner
-from tests.conformance import DATA_DIR
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import domain_available, load, mcp_backend
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
+from tests.support.data import DATA_DIR
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load, mcp_backend
 
-_missing = domain_available("telecom")
-pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
+pytestmark = pytest.mark.needs_data("telecom")
 
 AGENT, USER = "telecom-agent-model", "telecom-user-model"
 # The user cannot send MMS: the messaging app lacks its storage permission and the line is
@@ -50,7 +51,7 @@ def _config(fake: FakeLLMServer, save_to=None) -> RunConfig:
 async def _run(fake: FakeLLMServer, save_to=None) -> dict:
     domain = load("telecom")
     async with mcp_backend(domain) as backend:
-        results = await Runner(backend, domain, _config(fake, save_to)).run()
+        results = await Runner(SimulationRunner(backend, domain, _config(fake, save_to))).run()
     (sim,) = results.simulations
     return sim
 

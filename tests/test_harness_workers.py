@@ -20,11 +20,11 @@ from harness.cli import app
 from harness.metrics import INFRA
 from harness.results import journal_path, load_results
 from harness.results_lock import lock_path
-from tests.conformance import DATA_DIR, ROOT
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import load, needs_data
+from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import load
 
-pytestmark = needs_data
+pytestmark = pytest.mark.e2e
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
 AGENT, USER = "agent-model", "user-model"
 
@@ -46,7 +46,7 @@ def _command(save_to: Path, *extra: str, domain: str = "mock", agent: str = "ora
         "--save-to",
         str(save_to),
         "--data-dir",
-        str(DATA_DIR),
+        str(DEMO_DIR if domain == "mock" else DATA_DIR),
         *extra,
     ]
 
@@ -157,7 +157,9 @@ def _wait_for_saved(save_to: Path, count: int, proc: subprocess.Popen[str]) -> N
 
 
 # --- the same results ---------------------------------------------------------------------------
-@pytest.mark.parametrize("domain", ["mock", "airline"])
+@pytest.mark.parametrize(
+    "domain", ["mock", pytest.param("airline", marks=pytest.mark.needs_data("airline"))]
+)
 def test_workers_give_the_results_one_process_gives(tmp_path, domain):
     trials = "3" if domain == "mock" else "1"
     one, two = tmp_path / "one.json", tmp_path / "two.json"
@@ -165,7 +167,8 @@ def test_workers_give_the_results_one_process_gives(tmp_path, domain):
     _run(_command(one, *extra, domain=domain))
     _run(_command(two, *extra, "--workers", "2", domain=domain))
     alone, shared = _finished_cleanly(one), _finished_cleanly(two)
-    assert len(alone) == int(trials) * len(load(domain).task_ids("base"))
+    data = DEMO_DIR if domain == "mock" else DATA_DIR
+    assert len(alone) == int(trials) * len(load(domain, data).task_ids("base"))
     assert alone.keys() == shared.keys()
     for key, sim in alone.items():
         assert _comparable(shared[key]) == _comparable(sim), key
@@ -178,14 +181,14 @@ def _user_reply(body: dict[str, Any]) -> dict[str, Any]:
     heard = [m for m in body["messages"] if m["role"] == "user"]
     if len(heard) >= 2:
         return text(f"Thanks, that is all ({len(heard)}). ###STOP###")
-    return text("Please create a task 'Important Meeting' for user_1.")
+    return text("Please create a task 'Book flights to Lagos' for chidi.")
 
 
 def _agent_reply(body: dict[str, Any]) -> dict[str, Any]:
     """The agent model: one tool call, then a text quoting the tool's answer."""
     results = [m for m in body["messages"] if m["role"] == "tool"]
     if not results:
-        return call("create_task", user_id="user_1", title="Important Meeting")
+        return call("create_task", user_id="chidi", title="Book flights to Lagos")  # demo_create
     return text(f"Done: {str(results[-1]['content'])[:60]}")
 
 
@@ -209,7 +212,8 @@ def test_llm_agent_and_user_over_workers_match_one_process(tmp_path):
         _run(command(two, "--workers", "2"))
         requests_total = sum(len(r) for r in fake.requests.values())
     alone, shared = _finished_cleanly(one), _finished_cleanly(two)
-    assert len(alone) == 20 and alone.keys() == shared.keys()
+    assert len(alone) == 2 * len(load("mock", DEMO_DIR).task_ids("base"))
+    assert alone.keys() == shared.keys()
     assert requests_total == 2 * requests_alone  # no request lost or repeated
     for key, sim in alone.items():
         assert _comparable(shared[key]) == _comparable(sim), key
@@ -233,10 +237,10 @@ def test_provider_limit_holds_over_all_workers(tmp_path):
 
 
 def test_workers_talk_to_a_running_server(tmp_path):
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     one, two = tmp_path / "one.json", tmp_path / "two.json"
-    with real_server("mock") as url:
+    with real_server("mock", data_dir=DEMO_DIR) as url:
         _run(_command(two, "--workers", "2", "--server", url))
     _run(_command(one))
     alone, shared = _finished_cleanly(one), _finished_cleanly(two)
@@ -248,7 +252,7 @@ def test_workers_talk_to_a_running_server(tmp_path):
 # --- killed and interrupted ---------------------------------------------------------------------
 def test_a_killed_worker_costs_only_a_retry(tmp_path):
     save_to = tmp_path / "r.json"
-    proc = _start(_command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "3"))
+    proc = _start(_command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "6"))
     try:
         workers = _worker_pids(proc.pid)
         _wait_for_saved(save_to, 4, proc)
@@ -268,7 +272,7 @@ def test_a_killed_worker_costs_only_a_retry(tmp_path):
 
 def test_a_killed_driver_leaves_no_worker_and_resumes(tmp_path):
     save_to = tmp_path / "r.json"
-    command = _command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "3")
+    command = _command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "6")
     proc = _start(command)
     try:
         workers = _worker_pids(proc.pid)
@@ -292,7 +296,7 @@ def test_a_killed_driver_leaves_no_worker_and_resumes(tmp_path):
 
 def test_ctrl_c_stops_the_workers_and_leaves_a_resumable_file(tmp_path):
     save_to = tmp_path / "r.json"
-    proc = _start(_command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "3"))
+    proc = _start(_command(save_to, "--agent", SLOW, "--workers", "2", "--num-trials", "6"))
     try:
         workers = _worker_pids(proc.pid) + _children(proc.pid)
         _wait_for_saved(save_to, 2, proc)
@@ -341,7 +345,7 @@ def test_a_missing_key_with_workers_is_one_sentence_and_no_file(tmp_path, monkey
 
 
 def test_an_unreachable_server_with_workers_is_one_sentence_and_no_file(tmp_path):
-    from tests.server_support import free_port
+    from tests.support.server import free_port
 
     save_to = tmp_path / "r.json"
     url = f"http://127.0.0.1:{free_port()}"

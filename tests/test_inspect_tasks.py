@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_llm_server import text
-from tests.harness_support import needs_data
-from tests.server_support import DATA_DIR
+from tests.support.fake_llm_server import text
+from tests.support.server import DATA_DIR
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 inspect_ai = pytest.importorskip(
     "inspect_ai", reason="inspect-ai not installed (the `inspect` extra)"
 )
@@ -64,6 +63,7 @@ def test_mock_model_as_agent_llm_user_reward_in_log(fake, tmp_path: Path) -> Non
     assert log.results.scores[0].metrics["mean"].value == 0.5
 
 
+@pytest.mark.e2e
 def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
     """`inspect eval harness/tau_mcp_mock --model mockllm/model`: what a user types."""
     inspect = Path(sys.executable).with_name("inspect")

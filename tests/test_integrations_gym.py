@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import DATA_DIR
-from tests.gym_support import CLOSING, gold_policy
-from tests.harness_support import domain_available, needs_data
+from tests.support.data import DATA_DIR, DEMO_DIR
+from tests.support.gym import CLOSING, gold_policy
+from tests.support.harness import domain_available
 
 gym = pytest.importorskip("gymnasium", reason="gymnasium not installed (pip install -e '.[gym]')")
 
@@ -20,10 +20,8 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 import harness.integrations.gym  # noqa: E402,F401 - registers the ids on Gymnasium 1.x
 
-pytestmark = needs_data
-
 TASKS = {
-    "mock": ["create_task_1", "update_task_with_initialization_data"],
+    "mock": ["demo_history", "demo_create"],
     "airline": ["3", "7"],
     "telecom": [
         "[mobile_data_issue]data_mode_off[PERSONA:None]",
@@ -32,11 +30,18 @@ TASKS = {
 }
 
 
-def make_agent_env(domain: str, task_id: str | None = None, **kwargs):
+def data_for(domain: str) -> Path:
+    """The bundled demo data for mock; the reference data (or a skip) for the others."""
+    if domain == "mock":
+        return DEMO_DIR
     reason = domain_available(domain)
     if reason:
         pytest.skip(reason)
-    settings = {"user": "scripted", "data_dir": str(DATA_DIR), **kwargs}
+    return DATA_DIR
+
+
+def make_agent_env(domain: str, task_id: str | None = None, **kwargs):
+    settings = {"user": "scripted", "data_dir": str(data_for(domain)), **kwargs}
     return gym.make("tau-mcp/Agent-v0", domain=domain, task_id=task_id, **settings)
 
 
@@ -74,7 +79,7 @@ def oracle_runs(domain: str, task_ids: list[str], tmp_path: Path) -> dict[str, d
     result = CliRunner().invoke(
         app,
         ["run", "--domain", domain, "--agent", "oracle", "--user", "scripted",
-         "--judge-llm", "none", "--data-dir", str(DATA_DIR), "--save-to", str(out),
+         "--judge-llm", "none", "--data-dir", str(data_for(domain)), "--save-to", str(out),
          "--task-ids", ",".join(task_ids)],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -83,7 +88,7 @@ def oracle_runs(domain: str, task_ids: list[str], tmp_path: Path) -> dict[str, d
 
 
 def test_registered_ids_make_envs():
-    env = make_agent_env("mock", "create_task_1")
+    env = make_agent_env("mock", "demo_create")
     try:
         assert env.spec.id == "tau-mcp/Agent-v0"
         observation, info = env.reset(seed=1)
@@ -114,6 +119,7 @@ def test_the_entry_point_registers_both_ids_as_plugin_loading_gymnasium_does():
         registry.update(saved)
 
 
+@pytest.mark.e2e
 def test_make_works_after_import_gymnasium_alone():
     """As users write it: a fresh interpreter, `import gymnasium`, `make` (the extra installs a
     Gymnasium that loads the entry point on import); the module-prefixed id works too."""
@@ -125,23 +131,23 @@ def test_make_works_after_import_gymnasium_alone():
     code = (
         "import gymnasium as gym\n"
         "ids = ['tau-mcp/Agent-v0', 'harness.integrations.gym:tau-mcp/User-v0']\n"
-        "agent = gym.make(ids[0], domain='mock', task_id='create_task_1', user='scripted',"
+        "agent = gym.make(ids[0], domain='mock', task_id='demo_create', user='scripted',"
         " data_dir=DATA)\n"
         "obs, info = agent.reset(seed=0)\n"
         "assert obs.startswith('user:'), obs\n"
         "agent.close()\n"
-        "user = gym.make(ids[1], domain='mock', task_id='create_task_1', agent='oracle',"
+        "user = gym.make(ids[1], domain='mock', task_id='demo_create', agent='oracle',"
         " data_dir=DATA)\n"
         "user.reset(seed=0)\n"
         "user.close()\n"
         "print('ok')\n"
-    ).replace("DATA", repr(str(DATA_DIR)))
+    ).replace("DATA", repr(str(DEMO_DIR)))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 
 def test_check_env_agent():
-    env = make_agent_env("mock", "create_task_1")
+    env = make_agent_env("mock", "demo_create")
     try:
         check_env(env.unwrapped)
     finally:
@@ -149,15 +155,12 @@ def test_check_env_agent():
 
 
 def test_check_env_user():
-    reason = domain_available("mock")
-    if reason:
-        pytest.skip(reason)
     env = gym.make(
         "tau-mcp/User-v0",
         domain="mock",
-        task_id="create_task_1",
+        task_id="demo_create",
         agent="oracle",
-        data_dir=str(DATA_DIR),
+        data_dir=str(DEMO_DIR),
     )
     try:
         check_env(env.unwrapped)
@@ -200,7 +203,7 @@ def test_skipping_the_gold_actions_scores_zero(domain: str):
 
 
 def test_invalid_actions_are_refused_without_a_turn():
-    env = make_agent_env("mock", "create_task_1")
+    env = make_agent_env("mock", "demo_create")
     try:
         before, _ = env.reset(seed=3)
         for bad in ["   ", 42, {"content": ""}, '{"name": "create_task", "arguments": "{oops"}']:
@@ -215,7 +218,7 @@ def test_invalid_actions_are_refused_without_a_turn():
 
 
 def test_an_openai_message_dict_is_an_action():
-    env = make_agent_env("mock", "create_task_1")
+    env = make_agent_env("mock", "demo_create")
     try:
         env.reset(seed=3)
         message = {
@@ -227,13 +230,13 @@ def test_an_openai_message_dict_is_an_action():
                     "type": "function",
                     "function": {
                         "name": "create_task",
-                        "arguments": '{"user_id": "user_1", "title": "Important Meeting"}',
+                        "arguments": '{"user_id": "chidi", "title": "Book flights to Lagos"}',
                     },
                 }
             ],
         }
         observation, *_ = env.step(message)
-        assert observation.startswith("tool: ") and "Important Meeting" in observation
+        assert observation.startswith("tool: ") and "Book flights to Lagos" in observation
         *_, reward, terminated, _, info = env.step({"role": "assistant", "content": CLOSING})
         assert terminated and reward == 1.0
         calls = [c for m in info["simulation"]["messages"] for c in m.get("tool_calls") or []]
@@ -243,7 +246,7 @@ def test_an_openai_message_dict_is_an_action():
 
 
 def test_step_limit_truncates():
-    env = make_agent_env("mock", "create_task_1", max_steps=6)
+    env = make_agent_env("mock", "demo_create", max_steps=6)
     try:
         env.reset(seed=3)
         for _ in range(10):
@@ -287,33 +290,34 @@ def test_user_env_plays_the_customer_against_the_oracle():
 def _vector_env(base: str, count: int):
     def make():
         return gym.make(
-            "tau-mcp/Agent-v0", domain="mock", task_id="create_task_1", user="scripted",
-            data_dir=str(DATA_DIR), server=base,
+            "tau-mcp/Agent-v0", domain="mock", task_id="demo_create", user="scripted",
+            data_dir=str(DEMO_DIR), server=base,
         )  # fmt: skip
 
     return gym.vector.AsyncVectorEnv([make] * count, shared_memory=False)
 
 
+@pytest.mark.e2e
 def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
     """Eight envs on one tau-server: even ones create the task, odd ones only look; each
-    sees a fresh DB (the new task is task_2 everywhere) and is graded on its own episode."""
+    sees a fresh DB (the new task is task_4 everywhere) and is graded on its own episode."""
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
-    with real_server("mock") as base:
+    with real_server("mock", data_dir=DEMO_DIR) as base:
         envs = _vector_env(base, 8)
         try:
             observations, infos = envs.reset(seed=11)
             assert all(o.startswith("user: ") for o in observations)
             episodes = list(infos["episode_id"])
             assert len(set(episodes)) == 8
-            gold = "create_task(user_id='user_1', title='Important Meeting')"
+            gold = "create_task(user_id='chidi', title='Book flights to Lagos')"
             actions = [gold if i % 2 == 0 else "get_users()" for i in range(8)]
             observations, rewards, terminated, truncated, infos = envs.step(actions)
             assert not terminated.any() and not truncated.any()
             for i in range(0, 8, 2):
-                assert '"task_id": "task_2"' in observations[i]
+                assert '"task_id": "task_4"' in observations[i]
             live = [httpx.get(f"{base}/mock/episodes/{e}/state").status_code for e in episodes]
             assert live == [200] * 8
             observations, rewards, terminated, truncated, infos = envs.step([CLOSING] * 8)
@@ -326,13 +330,14 @@ def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
             envs.close()
 
 
+@pytest.mark.e2e
 def test_close_and_reset_delete_unfinished_episodes():
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
-    with real_server("mock") as base:
-        env = make_agent_env("mock", "create_task_1", server=base)
+    with real_server("mock", data_dir=DEMO_DIR) as base:
+        env = make_agent_env("mock", "demo_create", server=base)
         try:
             _, info = env.reset(seed=1)
             first = info["episode_id"]
@@ -350,20 +355,20 @@ def test_close_and_reset_delete_unfinished_episodes():
 def test_llm_user_and_llm_agent_through_litellm(fake):
     """The default partners are models: Agent-v0 against the llm user, User-v0 against the
     llm agent, both answered by the fake model server."""
-    from tests.fake_llm_server import call, text
+    from tests.support.fake_llm_server import call, text
 
     fake.script(
         "user",
-        text("Please create a task 'Important Meeting' for user_1."),
+        text("Please create a task 'Book flights to Lagos' for chidi."),
         text("Thanks! ###STOP###"),
     )
     env = make_agent_env(
-        "mock", "create_task_1", user="llm", user_llm="openai/user", user_llm_args=fake.llm_args()
+        "mock", "demo_create", user="llm", user_llm="openai/user", user_llm_args=fake.llm_args()
     )
     try:
         observation, _ = env.reset(seed=1)
-        assert observation == "user: Please create a task 'Important Meeting' for user_1."
-        env.step("create_task(user_id='user_1', title='Important Meeting')")
+        assert observation == "user: Please create a task 'Book flights to Lagos' for chidi."
+        env.step("create_task(user_id='chidi', title='Book flights to Lagos')")
         observation, reward, terminated, _, info = env.step("Created it for you.")
         assert terminated and reward == 1.0 and observation == "user: Thanks! ###STOP###"
         # The user model saw the agent's words as its interlocutor's.
@@ -373,16 +378,16 @@ def test_llm_user_and_llm_agent_through_litellm(fake):
 
     fake.script(
         "agent",
-        call("create_task", user_id="user_1", title="Important Meeting"),
+        call("create_task", user_id="chidi", title="Book flights to Lagos"),
         text("Your task is created."),
     )
     env = gym.make(
-        "tau-mcp/User-v0", domain="mock", task_id="create_task_1", agent="llm",
-        agent_llm="openai/agent", agent_llm_args=fake.llm_args(), data_dir=str(DATA_DIR),
+        "tau-mcp/User-v0", domain="mock", task_id="demo_create", agent="llm",
+        agent_llm="openai/agent", agent_llm_args=fake.llm_args(), data_dir=str(DEMO_DIR),
     )  # fmt: skip
     try:
         env.reset(seed=1)
-        observation, reward, terminated, *_ = env.step("Create 'Important Meeting' for user_1.")
+        observation, reward, terminated, *_ = env.step("Create 'Book flights to Lagos' for chidi.")
         assert observation == "assistant: Your task is created." and not terminated
         observation, reward, terminated, truncated, info = env.step("Great, bye. ###STOP###")
         assert (terminated, truncated, reward) == (True, False, 1.0)
@@ -412,6 +417,7 @@ def test_solo_mode_works_the_ticket_with_both_sides_tools():
         env.close()
 
 
+@pytest.mark.e2e
 def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
     import os
     import subprocess
@@ -419,15 +425,15 @@ def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
 
     import httpx
 
-    from tests.server_support import real_server
+    from tests.support.server import real_server
 
     script = (
         "import gymnasium as gym, harness.integrations.gym\n"
-        "env = gym.make('tau-mcp/Agent-v0', domain='mock', task_id='create_task_1',"
-        f" user='scripted', data_dir={str(DATA_DIR)!r}, server=SERVER)\n"
+        "env = gym.make('tau-mcp/Agent-v0', domain='mock', task_id='demo_create',"
+        f" user='scripted', data_dir={str(DEMO_DIR)!r}, server=SERVER)\n"
         "print(env.reset(seed=0)[1]['episode_id'])\n"
     )
-    with real_server("mock") as base:
+    with real_server("mock", data_dir=DEMO_DIR) as base:
         done = subprocess.run(
             [sys.executable, "-c", f"SERVER = {base!r}\n" + script],
             capture_output=True,

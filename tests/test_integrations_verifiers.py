@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import DATA_DIR
-from tests.fake_llm_server import FakeLLMServer, call, text
-from tests.harness_support import domain_available, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.fake_llm_server import FakeLLMServer, call, text
+from tests.support.harness import domain_available
 
-pytestmark = needs_data
+pytestmark = [pytest.mark.needs_data, pytest.mark.e2e]
 MODULE = "harness.integrations.verifiers_env"
 
 

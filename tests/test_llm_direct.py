@@ -14,7 +14,7 @@ import pytest
 
 from conversation import direct, llm
 from conversation.messages import ChatMessage, ToolCall, ToolMessage
-from tests.fake_llm_server import FakeLLMServer, call, failure, text
+from tests.support.fake_llm_server import FakeLLMServer, call, failure, text
 
 TOOLS = [
     {
@@ -219,7 +219,7 @@ def _same_message(a: ChatMessage, b: ChatMessage) -> None:
 
 
 async def test_a_changed_base_url_in_the_environment_takes_effect(monkeypatch):
-    from tests.fake_llm_server import FakeLLMServer
+    from tests.support.fake_llm_server import FakeLLMServer
 
     for _ in range(2):
         with FakeLLMServer() as server:
@@ -232,7 +232,7 @@ async def test_a_changed_base_url_in_the_environment_takes_effect(monkeypatch):
 
 
 async def test_an_unreachable_endpoint_is_one_clear_error():
-    from tests.fake_llm_server import _free_port
+    from tests.support.fake_llm_server import _free_port
 
     args = {"api_base": f"http://127.0.0.1:{_free_port()}/v1", "api_key": "k", "num_retries": 0}
     with pytest.raises(direct.ModelCallError, match="cannot reach http://127.0.0.1"):

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from servers.engine.data import DEMO_DIR
-from tests.server_support import free_port
+from tests.support.server import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 pexpect = pytest.importorskip("pexpect", reason="the play test drives a pseudo-terminal (pexpect)")
 
 ROOT = Path(__file__).resolve().parent.parent

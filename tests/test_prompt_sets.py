@@ -8,12 +8,14 @@ import pytest
 
 from conversation import reference_prompts as rp
 from conversation.reference_texts import reference_texts
-from harness.runner import RunConfig, Runner
+from harness.config import RunConfig
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from servers.domains.registry import load_domains
 from servers.engine.data import DEMO_DIR
-from tests.conformance import DATA_DIR
-from tests.fake_llm_server import FakeLLMServer, text
-from tests.harness_support import load, mcp_backend, needs_data
+from tests.support.data import DATA_DIR
+from tests.support.fake_llm_server import FakeLLMServer, text
+from tests.support.harness import load, mcp_backend
 
 AGENT, USER = "agent-model", "user-model"
 
@@ -34,8 +36,8 @@ async def test_demo_data_runs_on_our_own_prompts_and_defaults(fake: FakeLLMServe
         max_retries=0,
     )
     async with mcp_backend(domain) as backend:
-        runner = Runner(backend, domain, config)
-        (sim,) = (await runner.run()).simulations
+        runner = SimulationRunner(backend, domain, config)
+        (sim,) = (await Runner(runner).run()).simulations
     assert sim["termination_reason"] == "user_stop", sim["info"]
     assert runner.info()["prompt_set"] == {"name": "tau-mcp"}
     agent_request, user_request = fake.requests[AGENT][0], fake.requests[USER][0]
@@ -45,7 +47,7 @@ async def test_demo_data_runs_on_our_own_prompts_and_defaults(fake: FakeLLMServe
     assert "# Your scenario" in user_request["messages"][0]["content"]
 
 
-@needs_data
+@pytest.mark.needs_data
 async def test_reference_texts_drive_the_gt_agent_and_given_args_replace_defaults(
     fake: FakeLLMServer,
 ):
@@ -67,8 +69,8 @@ async def test_reference_texts_drive_the_gt_agent_and_given_args_replace_default
         max_retries=0,
     )
     async with mcp_backend(domain) as backend:
-        runner = Runner(backend, domain, config)
-        (sim,) = (await runner.run()).simulations
+        runner = SimulationRunner(backend, domain, config)
+        (sim,) = (await Runner(runner).run()).simulations
     assert sim["termination_reason"] == "user_stop", sim["info"]
     info = runner.info()
     assert (

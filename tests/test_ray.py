@@ -17,12 +17,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.config import RunConfig
 from harness.distributed.limits import LimitError, LocalProviderLimits, parse_provider_limits
 from harness.metrics import INFRA
 from harness.results import journal_path, load_results
-from harness.runner import RunConfig, Runner
-from tests.conformance import DATA_DIR
-from tests.harness_support import needs_data
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
+from tests.support.data import DATA_DIR, DEMO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,6 +64,8 @@ def test_ray_flag_without_ray_is_one_sentence(monkeypatch, tmp_path):
             "scripted",
             "--ray",
             "local",
+            "--data-dir",
+            str(DEMO_DIR),
             "--save-to",
             str(tmp_path / "r.json"),
         ],
@@ -138,11 +141,10 @@ async def _run(domain, config: RunConfig, use_ray: bool, on_done=None, kill_afte
     backend = await in_process_backend({domain.name: domain}, None)
     pool = None
     try:
-        runner = Runner(backend, domain, config)
+        simulations = SimulationRunner(backend, domain, config)
         if use_ray:
-            pool = RayPool(runner, address="auto", server=None, token=None)
-            runner.executor = pool
-        return (await runner.run(on_done)).simulations, pool
+            pool = RayPool(simulations, address="auto", server=None, token=None)
+        return (await Runner(simulations, pool).run(on_done)).simulations, pool
     finally:
         if pool is not None:
             pool.close()
@@ -158,7 +160,8 @@ def _by_key(sims: list[dict]) -> dict[tuple[str, int], dict]:
     return keyed
 
 
-@needs_data
+@pytest.mark.e2e
+@pytest.mark.needs_data
 @pytest.mark.parametrize("domain_name", ["retail", "telecom"])
 def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
     domain = _load(domain_name)
@@ -180,7 +183,8 @@ def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
         ], key
 
 
-@needs_data
+@pytest.mark.e2e
+@pytest.mark.needs_data
 def test_a_killed_worker_costs_only_a_retry(cluster):
     domain = _load("retail")
     config = RunConfig(
@@ -206,9 +210,9 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
         from harness.distributed.ray_pool import RayPool
 
         backend = await in_process_backend({domain.name: domain}, None)
-        runner = Runner(backend, domain, config)
-        pool = RayPool(runner, address="auto", server=None, token=None)
-        runner.executor = pool
+        simulations = SimulationRunner(backend, domain, config)
+        pool = RayPool(simulations, address="auto", server=None, token=None)
+        runner = Runner(simulations, pool)
         try:
             holder["pids"] = await pool.worker_pids()
             sims = (await runner.run(on_done)).simulations
@@ -227,7 +231,8 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
     assert all(s["reward_info"]["reward"] == 1.0 for s in sims)
 
 
-@needs_data
+@pytest.mark.e2e
+@pytest.mark.needs_data
 def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     save = tmp_path / "ray_run.json"
     cmd = [
@@ -278,6 +283,7 @@ def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     assert kept <= {s["id"] for s in final}, "finished simulations were re-run or lost"
 
 
+@pytest.mark.e2e
 def test_provider_limit_holds_over_all_workers(cluster):
     import ray
 
@@ -303,14 +309,15 @@ def test_provider_limit_holds_over_all_workers(cluster):
     ray.kill(limiter)
 
 
-@needs_data
+@pytest.mark.e2e
+@pytest.mark.needs_data
 def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
     """docs/ray.md: one Ray actor per environment, each with its own episodes."""
     pytest.importorskip("gymnasium", reason="the gym extra is not installed")
     import ray
 
     from conversation.plan import describe, gold_actions
-    from tests.gym_support import CLOSING
+    from tests.support.gym import CLOSING
 
     task = _load("mock").task("create_task_1")
     plan = [describe(a) for a in gold_actions(task)] + [CLOSING]  # agent-side actions only

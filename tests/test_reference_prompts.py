@@ -12,17 +12,14 @@ import pytest
 from conversation import reference_prompts as rp
 from conversation.messages import ChatMessage, ToolCall, ToolMessage
 from conversation.reference_texts import reference_texts
+from harness.config import RunConfig
 from harness.prompt_sets import OWN_LLM_ARGS, prompt_set_info, with_llm_defaults
-from harness.runner import RunConfig
 from servers.engine.data import DEMO_DIR
 from servers.engine.tasks import Action
-from tests.conformance import DATA_DIR
-from tests.harness_support import load
+from tests.support.data import DATA_DIR
+from tests.support.harness import load
 
 TEXTS = reference_texts(DATA_DIR) if DATA_DIR.is_dir() else None
-needs_texts = pytest.mark.skipif(
-    TEXTS is None, reason=f"no reference texts under {DATA_DIR}/tau2/reference_texts"
-)
 
 
 def test_templates_fill_in_one_pass_and_drop_missing_optional_parts():
@@ -38,7 +35,7 @@ def test_demo_data_keeps_our_own_prompts():
     assert prompt_set_info(None) == {"name": "tau-mcp"}
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_scenarios_are_laid_out_as_the_texts_show():
     rules = TEXTS.section("scenario_format")
     for example in rules["examples"]:
@@ -66,7 +63,7 @@ def test_scenarios_are_laid_out_as_the_texts_show():
     assert rp.render_scenario(TEXTS, {"persona": "", "instructions": "x"}).startswith("Persona:")
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_persona_slot_and_guidelines_choice():
     rules = TEXTS.section("user_simulator")
     slot = rules["persona_placeholder"]
@@ -82,7 +79,7 @@ def test_persona_slot_and_guidelines_choice():
     assert slot not in prompt and prompt.endswith("SCENARIO\n</scenario>")
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_role_flip_shows_the_user_model_its_own_side():
     example = TEXTS.section("user_simulator")["role_flip"]["example_output_litellm_messages"]
     history = [
@@ -98,7 +95,7 @@ def test_role_flip_shows_the_user_model_its_own_side():
     assert flipped == on_the_wire
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_resolution_steps_and_argument_values():
     for example in TEXTS.section("gt_agent")["resolution_steps"]["examples"]:
         task = load(example["domain"]).task(example["task_id"])
@@ -114,7 +111,7 @@ def test_resolution_steps_and_argument_values():
     assert "f" in short and "(" not in short
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_judge_request_and_reply():
     trajectory = [
         ChatMessage(role="assistant", content="hello"),
@@ -147,7 +144,7 @@ def test_llm_args_given_replace_the_defaults():
     assert oracle.agent_llm is None and oracle.user_llm is None
 
 
-@needs_texts
+@pytest.mark.needs_data("reference_texts")
 def test_reference_defaults_come_from_the_texts():
     settled = with_llm_defaults(RunConfig(domain="mock"), TEXTS)
     assert settled.agent_llm == TEXTS.defaults["agent_llm"]

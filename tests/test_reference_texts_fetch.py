@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness import data_cli
-from harness.data_cli import data_app
+from harness.cli import data as data_cli
+from harness.cli.data import data_app
 from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
 from servers.engine.errors import DataError
@@ -30,13 +30,9 @@ from servers.engine.pins import (
     load_pins,
     verify_data_dir,
 )
-from tests.conformance import DATA_DIR
+from tests.support.data import DATA_DIR
 
 TEXTS = DATA_DIR / "tau2" / "reference_texts"
-needs_texts = pytest.mark.skipif(
-    not (DATA_DIR / "MANIFEST.json").is_file() or not TEXTS.is_dir(),
-    reason=f"reference data with reference_texts not found at {DATA_DIR}",
-)
 OFFLINE_URL = "http://127.0.0.1:9/{repository}/{commit}.tar.gz"
 
 
@@ -68,7 +64,7 @@ def test_content_pins_hash_exactly_the_layouts_values() -> None:
         assert pins[rel]["values"] == sorted(dump.marker_paths(shape)), rel
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_content_pins_equal_what_the_shared_texts_hold() -> None:
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     pins = load_pins()
@@ -96,7 +92,7 @@ def _linked_copy(tmp_path: Path) -> Path:
     return folder
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     good = verify_data_dir(folder)
@@ -117,7 +113,7 @@ def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
     assert verify_data_dir(folder, generated=False).ok
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
     """Changing only notes, key order or whitespace keeps a text verified: the pins are on the
     values, which is why our generated files (with our own notes) verify like the shared ones."""
@@ -136,7 +132,7 @@ def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
     assert result.ok, result.problems
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_data_verify_command_reports_a_tampered_text(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     ok = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
@@ -190,7 +186,7 @@ def _release_archive(tmp_path: Path) -> Path:
     return path
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 @pytest.mark.parametrize("tamper", [False, True])
 def test_fetch_installs_only_verified_texts(tmp_path: Path, tamper: bool) -> None:
     """The generate step writes into staging; the folder appears only if the texts match."""
@@ -264,7 +260,7 @@ def _lookup(document: Any, name: str) -> Any:
     return document
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None:
     """The layout filled with the values the dump computes (here read back from the shared
     files) is a file our content pins accept, though its notes, and so its bytes, are ours."""
@@ -314,7 +310,7 @@ def test_layout_holds_no_reference_text() -> None:
     assert "<instructions>" not in text and '"parameters"' not in text
 
 
-@needs_texts
+@pytest.mark.needs_data("manifest", "reference_texts")
 def test_layout_copies_no_note_of_the_shared_texts() -> None:
     """No wording of the shared files (notes included) is in our layout: the words are ours."""
     ours = set(_strings(dump.load_layout()))
@@ -333,7 +329,8 @@ def _reference_python() -> str | None:
     return python if probe.returncode == 0 else None
 
 
-@needs_texts
+@pytest.mark.e2e
+@pytest.mark.needs_data("manifest", "reference_texts")
 @pytest.mark.skipif(
     _reference_python() is None,
     reason=f"set ${build.PYTHON_ENV} to a Python with the tau2 1.0.1 release installed "

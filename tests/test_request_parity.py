@@ -18,17 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import CONFORMANCE_DIR, DATA_DIR
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR
 
 REQUESTS = CONFORMANCE_DIR / "requests"
 CHECKER = REQUESTS / "tools" / "request_parity.py"
 SUMMARY = re.compile(r"request parity: (\d+)/(\d+) runs identical, (\d+)/(\d+) requests identical")
 WORKERS = 2
 
-pytestmark = pytest.mark.skipif(
-    not CHECKER.is_file() or not (DATA_DIR / "tau2" / "reference_texts").is_dir(),
-    reason=f"request fixtures or reference texts not found ({REQUESTS}, {DATA_DIR})",
-)
+pytestmark = [pytest.mark.needs_data("conformance", "reference_texts"), pytest.mark.e2e]
 
 
 def _run_ids() -> list[str]:

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 import httpx2
 import pytest
 
-from harness.runner import RunConfig, trial_seeds
+from harness.config import RunConfig, trial_seeds
 from harness.serve.host import hosted, make_hub
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
@@ -26,8 +26,8 @@ from servers.engine.data import DEMO_DIR
 from servers.guards import LOOPBACK_HOSTS
 from servers.limits import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TRIAL, json_text_problem
 from servers.stdio_guard import check_line
-from tests.harness_support import mcp_backend
-from tests.server_support import InProcess
+from tests.support.harness import mcp_backend
+from tests.support.server import InProcess
 
 MODERN = "2026-07-28"
 META = {

@@ -19,9 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_support import needs_data, real_server
+from tests.support.data import DEMO_DIR
+from tests.support.server import real_server
 
-pytestmark = needs_data
+pytestmark = pytest.mark.e2e
 NODE_DIR = Path(os.environ.get("TAU_NODE_SDK_DIR", Path.home() / ".cache" / "tau-mcp" / "node-sdk"))
 NODE_SCRIPT = Path(__file__).parent / "node" / "mcp_client.mjs"
 EP_SCRIPT = Path(__file__).parent / "node" / "ep_rollout.py"
@@ -51,7 +52,7 @@ def _node_sdk() -> Path:
 
 def test_typescript_sdk_client() -> None:
     modules = _node_sdk()
-    with real_server("mock", "--token", "tok") as base:
+    with real_server("mock", "--token", "tok", data_dir=DEMO_DIR) as base:
         created = httpx.post(
             base + "/mock/episodes",
             json={"episode_id": "ts"},
@@ -60,7 +61,7 @@ def test_typescript_sdk_client() -> None:
         calls = [
             ["get_users", {}],
             ["create_task", {"user_id": "nobody", "title": "x"}],
-            ["create_task", {"user_id": "user_1", "title": "ts"}],
+            ["create_task", {"user_id": "ana", "title": "ts"}],
         ]
         run = subprocess.run(
             ["node", str(NODE_SCRIPT), base + created["agent_mcp"], json.dumps(calls), "tok"],
@@ -101,6 +102,7 @@ def _ep_python() -> str:
     return sys.executable
 
 
+@pytest.mark.needs_data  # the rollout plays a task of the reference's mock domain
 def test_eval_protocol_rollout() -> None:
     python = _ep_python()
     with real_server("mock") as base:

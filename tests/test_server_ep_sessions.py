@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 import servers.ep
-from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
-
-pytestmark = needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 
 MCP = MCP_HEADERS
 
@@ -34,7 +33,7 @@ async def _create_task(http, transport: str, title: str):
         "jsonrpc": "2.0",
         "id": 7,
         "method": "tools/call",
-        "params": {"name": "create_task", "arguments": {"user_id": "user_1", "title": title}},
+        "params": {"name": "create_task", "arguments": {"user_id": "ana", "title": title}},
     }
     return await http.post("/mock/mcp", json=call, headers={**MCP, "mcp-session-id": transport})
 
@@ -45,31 +44,31 @@ async def _titles(http, session_id: str) -> list[str]:
 
 
 async def test_live_session_is_never_swapped_or_shared(monkeypatch: pytest.MonkeyPatch) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
-        first, t1 = await _initialize(http, "s1", "create_task_1")
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
+        first, t1 = await _initialize(http, "s1", "demo_create")
         assert first.status_code == 200 and t1
         assert (await _create_task(http, t1, "mine")).status_code == 200
         # Another task under the same live session: refused, the episode stays.
-        other, _ = await _initialize(http, "s1", "update_task_1")
+        other, _ = await _initialize(http, "s1", "demo_complete")
         assert other.status_code == 409
         assert "will not be switched" in other.json()["error"]
         assert "reset_session" in other.json()["error"]
         # A second client on the same task while the first connection is open: refused.
-        second, _ = await _initialize(http, "s1", "create_task_1")
+        second, _ = await _initialize(http, "s1", "demo_create")
         assert second.status_code == 409 and "in use" in second.json()["error"]
         assert "mine" in await _titles(http, "s1")
         # EP's reconnect: close the connection, initialize again -> the same episode goes on.
         assert (
             await http.delete("/mock/mcp", headers={**MCP, "mcp-session-id": t1})
         ).status_code < 500
-        again, t2 = await _initialize(http, "s1", "create_task_1")
+        again, t2 = await _initialize(http, "s1", "demo_create")
         assert again.status_code == 200
         assert (await _create_task(http, t2, "after reconnect")).status_code == 200
         assert {"mine", "after reconnect"} <= set(await _titles(http, "s1"))
         # After reset_session the id may start another task, fresh.
         ended = await http.post("/mock/control/reset_session", headers={"mcp-session-id": "s1"})
         assert ended.status_code == 200
-        fresh, _ = await _initialize(http, "s1", "update_task_1")
+        fresh, _ = await _initialize(http, "s1", "demo_complete")
         assert fresh.status_code == 200
         assert "mine" not in await _titles(http, "s1")
 
@@ -77,10 +76,10 @@ async def test_live_session_is_never_swapped_or_shared(monkeypatch: pytest.Monke
 async def test_idle_connection_is_taken_over_and_then_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
-        _, old = await _initialize(http, "s2", "create_task_1")
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
+        _, old = await _initialize(http, "s2", "demo_create")
         monkeypatch.setattr(servers.ep, "TAKEOVER_IDLE_SECONDS", 0.0)
-        taken, new = await _initialize(http, "s2", "create_task_1")
+        taken, new = await _initialize(http, "s2", "demo_create")
         assert taken.status_code == 200 and new != old
         # The stale connection's writes are refused, not rerouted to another episode.
         stale = await _create_task(http, old, "stale")
@@ -94,13 +93,13 @@ async def test_idle_connection_is_taken_over_and_then_refused(
 async def test_deleted_episode_takes_its_session_along() -> None:
     """Issue 10, item 9: EP sessions do not pile up over a soak, and a connection whose episode
     was deleted is refused rather than rerouted to the default episode."""
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         bridge = srv.app.state.tau.ep
         for n in range(5):
-            _, transport = await _initialize(http, f"soak-{n}", "create_task_1")
+            _, transport = await _initialize(http, f"soak-{n}", "demo_create")
             assert (await http.delete(f"/mock/episodes/soak-{n}")).status_code == 204
         assert not bridge.sessions and not bridge.transports
         late = await _create_task(http, transport, "late")
         assert late.status_code == 409 and "deleted" in late.json()["error"]
-        fresh, _ = await _initialize(http, "soak-4", "update_task_1")  # the id starts afresh
+        fresh, _ = await _initialize(http, "soak-4", "demo_complete")  # the id starts afresh
         assert fresh.status_code == 200

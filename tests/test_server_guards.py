@@ -8,15 +8,14 @@ import json
 import pytest
 
 from servers.limits import json_text_problem as json_shape_problem
-from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
-
-pytestmark = needs_data
+from tests.support.data import DATA_DIR, DEMO_DIR
+from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 
 JSON = {"content-type": "application/json"}
 MCP = MCP_HEADERS
 INIT = mcp_initialize("probe")
 CREATE_TASK = {
-    "calls": [{"requestor": "assistant", "name": "create_task", "arguments": {"user_id": "user_1"}}]
+    "calls": [{"requestor": "assistant", "name": "create_task", "arguments": {"user_id": "ana"}}]
 }
 
 
@@ -36,7 +35,7 @@ def _is_json_error(response, mcp: bool = False) -> None:
 
 # --- item 1: DNS rebinding, cross-site requests, CORS ------------------------------------------
 async def test_foreign_host_is_refused_everywhere() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         evil = {"host": "evil.example", "origin": "http://evil.example"}
         for method, path, body in [
             ("GET", "/health", None),
@@ -58,7 +57,7 @@ async def test_foreign_host_is_refused_everywhere() -> None:
 
 
 async def test_cross_site_writes_are_refused() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         await http.post("/mock/episodes", json={"episode_id": "v1"})
         before = await _task_count(http)
         attacker = "http://attacker.example"
@@ -77,7 +76,7 @@ async def test_cross_site_writes_are_refused() -> None:
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "create_task", "arguments": {"user_id": "user_1", "title": "x"}},
+            "params": {"name": "create_task", "arguments": {"user_id": "ana", "title": "x"}},
         }
         refused = await http.post(
             "/mock/episodes/v1/agent/mcp", json=call, headers={**MCP, "origin": attacker}
@@ -98,7 +97,7 @@ async def test_cross_site_writes_are_refused() -> None:
 async def test_cors_policy_for_allowed_and_refused_origins() -> None:
     inspector = "http://localhost:6274"
     async with (
-        serving(["mock"], allowed_origins=(inspector,)) as srv,
+        serving(["mock"], DEMO_DIR, allowed_origins=(inspector,)) as srv,
         srv.http() as http,
     ):
         preflight = {
@@ -130,14 +129,14 @@ async def test_cors_policy_for_allowed_and_refused_origins() -> None:
 
 # --- item 2: the assertions route --------------------------------------------------------------
 async def test_assertions_route_runs_only_declared_assertions() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         await http.post("/mock/episodes", json={"episode_id": "a1"})
         before = (await http.get("/mock/episodes/a1/hash")).json()
         sneaky = [
             {
                 "env_type": "assistant",
                 "func_name": "create_task",
-                "arguments": {"user_id": "user_1", "title": "planted"},
+                "arguments": {"user_id": "ana", "title": "planted"},
             },
             {"env_type": "assistant", "func_name": "update_task_status", "arguments": {}},
             {"env_type": "assistant", "func_name": "__init__", "arguments": {"db": None}},
@@ -161,14 +160,15 @@ async def test_assertions_route_runs_only_declared_assertions() -> None:
         assert (await http.get("/mock/episodes/a1/hash")).json() == before
 
 
-@pytest.mark.parametrize("domain", ["mock", "telecom"])
+@pytest.mark.parametrize(
+    "domain", ["mock", pytest.param("telecom", marks=pytest.mark.needs_data("telecom"))]
+)
 def test_declared_assertions_are_read_only(domain: str) -> None:
     """Every task's env assertions, run on its initial state, leave both databases as they were."""
     from servers.domains.registry import load_domains
     from servers.engine.episode import EpisodeStore
-    from tests.conformance import DATA_DIR
 
-    store = EpisodeStore(load_domains([domain], DATA_DIR))
+    store = EpisodeStore(load_domains([domain], DEMO_DIR if domain == "mock" else DATA_DIR))
     tasks = [
         t
         for t in store.domain(domain).tasks.values()
@@ -192,7 +192,7 @@ def test_declared_assertions_are_read_only(domain: str) -> None:
     "episode_id", ["..", ".", ".hidden", "-x", "a/b", "a b", "é", "x" * 129, "a%2e", ""]
 )
 async def test_unsafe_episode_ids_are_refused(episode_id: str) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         response = await http.post("/mock/episodes", json={"episode_id": episode_id})
         assert response.status_code == 400, response.text
         assert "episode_id must be" in response.json()["error"]
@@ -203,7 +203,7 @@ async def test_unsafe_episode_ids_are_refused(episode_id: str) -> None:
 
 
 async def test_safe_episode_ids_round_trip() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         for episode_id in ["a..b", "run-1.trial_2~x", "x" * 128]:
             response = await http.post("/mock/episodes", json={"episode_id": episode_id})
             assert response.status_code == 201
@@ -217,7 +217,7 @@ BIG_INT = b'{"calls": [], "n": ' + b"9" * 5000 + b"}"
 
 @pytest.mark.parametrize("body", [DEEP, BIG_INT, b'{"a":' * 70 + b"1" + b"}" * 70])
 async def test_hostile_json_shapes_get_400_on_every_json_route(body: bytes) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         await http.post("/mock/episodes", json={"episode_id": "e1"})
         for path in [
             "/mock/episodes",
@@ -242,7 +242,7 @@ def test_shape_check_ignores_strings_and_allows_real_bodies() -> None:
 
 # --- item 5: every error is JSON ---------------------------------------------------------------
 async def test_mcp_errors_are_json_rpc_errors() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         for path in ["/mock/agent/mcp", "/mock/mcp", "/mock/episodes/default/agent/mcp"]:
             plain = await http.post(
                 path,

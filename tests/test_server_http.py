@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from servers.engine.canonical import canonical_hash
-from tests import conformance as conf
-from tests.server_support import needs_data, serving
+import pytest
 
-pytestmark = needs_data
+from servers.engine.canonical import canonical_hash
+from tests.support import conformance as conf
+from tests.support.data import DEMO_DIR
+from tests.support.harness import load
+from tests.support.server import serving
 
 
 async def test_health_tasks_and_episode_lifecycle() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         health = await http.get("/health")
         assert health.status_code == 200 and health.json() == {"status": "ok", "domains": ["mock"]}
 
         tasks = (await http.get("/mock/tasks", params={"split": "base"})).json()["tasks"]
-        assert sorted(t["id"] for t in tasks) == sorted(conf.gold("mock"))
+        assert sorted(t["id"] for t in tasks) == sorted(load("mock", DEMO_DIR).task_ids("base"))
 
         created = await http.post(
             "/mock/episodes",
-            json={"task_id": "update_task_with_initialization_data", "episode_id": "ep-1"},
+            json={"task_id": "demo_history", "episode_id": "ep-1"},
         )
         assert created.status_code == 201
         assert created.json() == {
@@ -40,6 +42,7 @@ async def test_health_tasks_and_episode_lifecycle() -> None:
         assert fresh.status_code == 201 and len(fresh.json()["episode_id"]) == 32
 
 
+@pytest.mark.needs_data("conformance")
 async def test_replay_and_assertions_routes() -> None:
     record = conf.gold("mock")["create_task_1_with_env_assertions"]
     async with serving(["mock"]) as srv, srv.http() as http:
@@ -91,7 +94,7 @@ JSON = {"content-type": "application/json"}
 
 
 async def test_errors_are_json_with_4xx() -> None:
-    async with serving(["mock"], max_body_bytes=4096) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR, max_body_bytes=4096) as srv, srv.http() as http:
         cases = [
             (await http.get("/airline/tasks"), 404, "unknown domain"),
             (
@@ -138,7 +141,7 @@ async def test_errors_are_json_with_4xx() -> None:
 
 
 async def test_bearer_token_guards_routes_and_mcp() -> None:
-    async with serving(["mock"], token="s3cret") as srv:
+    async with serving(["mock"], DEMO_DIR, token="s3cret") as srv:
         async with srv.http() as anonymous:
             for response in (
                 await anonymous.get("/health"),

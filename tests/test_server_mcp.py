@@ -10,19 +10,17 @@ import pytest
 
 from servers.domains.registry import load_domains
 from servers.engine.episode import Episode, EpisodeStore
-from tests import conformance as conf
-from tests.server_support import DATA_DIR, domain_ready, needs_data, serving
+from tests.support import conformance as conf
+from tests.support.data import DEMO_DIR
+from tests.support.server import domain_ready, serving
 
-pytestmark = needs_data
 MODES = ("legacy", "2026-07-28")
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_episode_endpoints_expose_exactly_their_side(mode: str) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
-        await http.post(
-            "/mock/episodes", json={"task_id": "update_task_with_user_tools", "episode_id": "e"}
-        )
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
+        await http.post("/mock/episodes", json={"task_id": "demo_notice", "episode_id": "e"})
         async with srv.mcp("/mock/episodes/e/agent/mcp", mode) as agent:
             assert agent.protocol_version == (
                 "2026-07-28" if mode != "legacy" else agent.protocol_version
@@ -56,7 +54,7 @@ async def test_episode_endpoints_expose_exactly_their_side(mode: str) -> None:
                     hidden.is_error and hidden.content[0].text == f"Error: Tool '{name}' not found."
                 )
             policy = await agent.read_resource("tau2://mock/policy")
-            assert policy[0].text == load_domains(["mock"], DATA_DIR)["mock"].policy()
+            assert policy[0].text == load_domains(["mock"], DEMO_DIR)["mock"].policy()
 
         async with srv.mcp("/mock/episodes/e/user/mcp", mode) as user:
             assert {t.name for t in await user.list_tools()} == {
@@ -71,25 +69,26 @@ async def test_episode_endpoints_expose_exactly_their_side(mode: str) -> None:
         assert state["agent_db"]["tasks"]["task_1"]["status"] == "completed"
 
 
-async def test_default_episode_and_airline_user_side() -> None:
-    reason = domain_ready("airline")
-    domains = ["mock"] if reason else ["mock", "airline"]
-    async with serving(domains) as srv, srv.http() as http:
+async def test_default_episode() -> None:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         async with srv.mcp("/mock/agent/mcp") as agent:
             created = await agent.call_tool(
-                "create_task", {"user_id": "user_1", "title": "via default"}, raise_on_error=False
+                "create_task", {"user_id": "ana", "title": "via default"}, raise_on_error=False
             )
             assert not created.is_error
         state = (await http.get("/mock/episodes/default/state")).json()
         assert any(t["title"] == "via default" for t in state["agent_db"]["tasks"].values())
-        if reason:
-            pytest.skip(reason)
+
+
+@pytest.mark.needs_data("airline")
+async def test_airline_user_side_has_no_tools() -> None:
+    async with serving(["airline"]) as srv:
         async with srv.mcp("/airline/user/mcp") as user:
             assert await user.list_tools() == []
 
 
 async def test_unexpected_exception_becomes_error_result(monkeypatch) -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         await http.post("/mock/episodes", json={"episode_id": "boom"})
         original = Episode.call
 
@@ -103,7 +102,7 @@ async def test_unexpected_exception_becomes_error_result(monkeypatch) -> None:
             failed = await agent.call_tool("get_users", {}, raise_on_error=False)
             assert failed.is_error and failed.content[0].text.startswith("Error: ")
             after = await agent.call_tool(
-                "create_task", {"user_id": "user_1", "title": "still fine"}, raise_on_error=False
+                "create_task", {"user_id": "ana", "title": "still fine"}, raise_on_error=False
             )
             assert not after.is_error
 
@@ -116,7 +115,7 @@ def _random_calls(rng: random.Random, count: int) -> list[tuple[str, dict]]:
             calls.append(
                 (
                     "create_task",
-                    {"user_id": rng.choice(["user_1", "user_x"]), "title": f"t{rng.randint(0, 9)}"},
+                    {"user_id": rng.choice(["ana", "user_x"]), "title": f"t{rng.randint(0, 9)}"},
                 )
             )
         elif kind < 0.8:
@@ -137,7 +136,7 @@ def _random_calls(rng: random.Random, count: int) -> list[tuple[str, dict]]:
 async def test_200_concurrent_episodes_match_sequential_replay() -> None:
     rng = random.Random(7)
     plans = {f"c{i}": _random_calls(rng, rng.randint(3, 8)) for i in range(200)}
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         for episode_id in plans:
             await http.post("/mock/episodes", json={"episode_id": episode_id})
 
@@ -157,7 +156,7 @@ async def test_200_concurrent_episodes_match_sequential_replay() -> None:
                 tg.start_soon(drive, episode_id, MODES[index % 2])
         served = {e: (await http.get(f"/mock/episodes/{e}/hash")).json() for e in plans}
 
-    store = EpisodeStore(load_domains(["mock"], DATA_DIR))
+    store = EpisodeStore(load_domains(["mock"], DEMO_DIR))
     for episode_id, calls in plans.items():
         episode = store.create("mock", None, episode_id)
         expected = [(o.text, o.error) for o in (episode.call("agent", n, a) for n, a in calls)]
@@ -165,7 +164,7 @@ async def test_200_concurrent_episodes_match_sequential_replay() -> None:
         assert served[episode_id] == episode.hashes(), episode_id
 
 
-@pytest.mark.skipif(not conf.fixtures_present(), reason="conformance fixtures not found")
+@pytest.mark.needs_data("conformance")
 @pytest.mark.parametrize("domain", ["mock", "airline", "retail", "telecom"])
 async def test_gold_replay_through_mcp(domain: str) -> None:
     reason = domain_ready(domain)

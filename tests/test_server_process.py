@@ -11,9 +11,13 @@ import sys
 import time
 from importlib.metadata import version
 
-from tests.server_support import needs_data, real_server, serving
+import pytest
 
-pytestmark = needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import real_server, serving
+
+pytestmark = pytest.mark.e2e
+
 SERVE = [sys.executable, "-c", "from servers.cli import app; app()"]
 
 
@@ -85,7 +89,7 @@ def test_version_flag_and_startup_errors_are_one_sentence() -> None:
 
 
 async def test_server_info_version_is_ours() -> None:
-    async with serving(["mock"]) as srv:
+    async with serving(["mock"], DEMO_DIR) as srv:
         for path in ["/mock/agent/mcp", "/mock/user/mcp", "/mock/mcp"]:
             async with srv.mcp(path, mode="legacy") as client:
                 info = client.initialize_result.server_info
@@ -95,7 +99,7 @@ async def test_server_info_version_is_ours() -> None:
 # --- items 0 and 6 -----------------------------------------------------------------------------
 def test_keep_alive_outlives_client_pools_and_slow_clients_are_cut_off() -> None:
     extra = ["--header-timeout", "1", "--body-timeout", "1", "--max-connections", "6"]
-    with real_server("mock", *extra) as base:
+    with real_server("mock", *extra, data_dir=DEMO_DIR) as base:
         assert_connection_policy(base, "/mock/episodes", connections=6)
 
 

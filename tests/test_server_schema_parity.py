@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from tests import conformance as conf
-from tests.server_support import needs_data, serving
+from tests.support import conformance as conf
+from tests.support.server import serving
 
-pytestmark = needs_data
+pytestmark = pytest.mark.needs_data
 
 
 def _recorded_reference_output(status: str) -> tuple[str, bool] | None:

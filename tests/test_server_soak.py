@@ -4,16 +4,15 @@ never closed ends with its episode, so abandoned sessions do not pile up for 30 
 from __future__ import annotations
 
 from servers.mcp_sessions import session_manager_of
-from tests.server_support import MCP_HEADERS, mcp_initialize, needs_data, serving
-
-pytestmark = needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 
 MCP = MCP_HEADERS
 INIT = mcp_initialize("soak")
 
 
 async def test_unclosed_mcp_sessions_end_with_their_episode() -> None:
-    async with serving(["mock"]) as srv, srv.http() as http:
+    async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         tau = srv.app.state.tau
         apps = [await tau.mcp_apps.get(("mock", side)) for side in ("agent", "user")]
         managers = [session_manager_of(app) for app in apps]

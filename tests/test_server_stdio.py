@@ -6,12 +6,14 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from servers.cli import app
-from tests.server_support import DATA_DIR, mcp_initialize, needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import mcp_initialize
 
-pytestmark = needs_data
+pytestmark = pytest.mark.e2e
 
 
 def _exchange(proc: subprocess.Popen, message: dict) -> dict | None:
@@ -34,9 +36,9 @@ def test_raw_json_rpc_over_stdio() -> None:
         "--side",
         "user",
         "--task-id",
-        "update_task_with_user_tools",
+        "demo_notice",
         "--data-dir",
-        str(DATA_DIR),
+        str(DEMO_DIR),
     ]
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -91,7 +93,7 @@ def test_stdio_bad_domain_is_one_sentence() -> None:
             "--domain",
             "nope",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         capture_output=True,
         text=True,
@@ -145,14 +147,14 @@ def test_config_claude_snippets() -> None:
             "--side",
             "user",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
             "--json-only",
         ],
     )
     entry = json.loads(local.stdout)["mcpServers"]["tau2-telecom-user"]
     assert (
         entry["args"][:5] == ["stdio", "--domain", "telecom", "--side", "user"]
-        and str(DATA_DIR.resolve()) in entry["args"]
+        and str(DEMO_DIR.resolve()) in entry["args"]
     )
 
 
@@ -162,7 +164,6 @@ def test_serve_with_corrupt_data_fails_in_one_sentence(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from servers.cli import app as cli_app
-    from servers.engine.data import DEMO_DIR
 
     folder = tmp_path / "data"
     shutil.copytree(DEMO_DIR, folder)

@@ -7,12 +7,14 @@ import subprocess
 import sys
 
 import anyio
+import pytest
 
 from servers.stdio_drain import InFlight
-from tests.server_support import DATA_DIR, needs_data
+from tests.support.data import DEMO_DIR
+
+pytestmark = pytest.mark.e2e
 
 
-@needs_data
 def test_requests_in_flight_at_end_of_input_are_answered() -> None:
     calls = 60
     messages = [
@@ -39,7 +41,7 @@ def test_requests_in_flight_at_end_of_input_are_answered() -> None:
     piped = "".join(json.dumps(m) + "\n" for m in messages)
     result = subprocess.run(
         [sys.executable, "-c", "from servers.cli import app; app()", "stdio", "--domain", "mock"]
-        + ["--data-dir", str(DATA_DIR)],
+        + ["--data-dir", str(DEMO_DIR)],
         input=piped,  # written whole, then stdin is closed
         capture_output=True,
         text=True,
@@ -48,7 +50,7 @@ def test_requests_in_flight_at_end_of_input_are_answered() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     answers = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert sorted(a["id"] for a in answers) == list(range(calls + 1))
-    assert all("user_1" in a["result"]["content"][0]["text"] for a in answers if a["id"])
+    assert all("ana" in a["result"]["content"][0]["text"] for a in answers if a["id"])
 
 
 async def test_in_flight_ids_go_idle_only_when_all_are_answered() -> None:

@@ -9,9 +9,13 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from servers.stdio_guard import check_line
-from tests.conformance import DATA_DIR
-from tests.server_support import mcp_initialize, needs_data
+from tests.support.data import DEMO_DIR
+from tests.support.server import mcp_initialize
+
+pytestmark = pytest.mark.e2e
 
 INIT = mcp_initialize("probe")
 BAD_LINES = [
@@ -36,7 +40,6 @@ def test_check_line_rules() -> None:
     assert check_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})) is None
 
 
-@needs_data
 def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
     proc = subprocess.Popen(
         [
@@ -47,7 +50,7 @@ def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
             "--domain",
             "mock",
             "--data-dir",
-            str(DATA_DIR),
+            str(DEMO_DIR),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

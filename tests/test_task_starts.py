@@ -10,12 +10,9 @@ from servers.engine.data import DEMO_DIR
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode
 from servers.engine.tasks import Task
-from tests import conformance as conf
+from tests.support import conformance as conf
 
 TELECOM_DIR = conf.DATA_DIR / "tau2" / "domains" / "telecom"
-needs_telecom = pytest.mark.skipif(
-    not (TELECOM_DIR / "db.toml").is_file(), reason=f"telecom data not found in {TELECOM_DIR}"
-)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +34,7 @@ def _same_episode_state(got: Episode, want: Episode) -> None:
         assert _vpn_shared_with_phone(got) == _vpn_shared_with_phone(want)
 
 
-@needs_telecom
+@pytest.mark.needs_data("telecom")
 def test_every_telecom_task_starts_as_a_fresh_setup_would(telecom: Domain) -> None:
     tasks = [telecom.task(task_id) for task_id in telecom.task_ids(None)]
     assert len(tasks) > 2000
@@ -51,7 +48,7 @@ def test_every_telecom_task_starts_as_a_fresh_setup_would(telecom: Domain) -> No
         assert copy.mint_id("bill") == fresh.mint_id("bill")
 
 
-@needs_telecom
+@pytest.mark.needs_data("telecom")
 def test_copies_are_independent_of_each_other_and_of_the_cache(telecom: Domain) -> None:
     task = next(telecom.task(t) for t in telecom.task_ids(None) if "bad_vpn" in t)
     first, second = Episode(telecom, "a", task), Episode(telecom, "b", task)
@@ -76,7 +73,7 @@ def test_copies_are_independent_of_each_other_and_of_the_cache(telecom: Domain) 
     assert second.mint_id("bill") == Episode(telecom, "d", task).mint_id("bill")
 
 
-@needs_telecom
+@pytest.mark.needs_data("telecom")
 def test_starts_are_small_and_do_not_carry_the_base(telecom: Domain) -> None:
     task = telecom.task(telecom.task_ids("base")[0])
     Episode(telecom, "x", task)
@@ -84,7 +81,7 @@ def test_starts_are_small_and_do_not_carry_the_base(telecom: Domain) -> None:
     assert start is not None and len(start) < 50_000
 
 
-@needs_telecom
+@pytest.mark.needs_data("telecom")
 def test_a_different_task_object_with_the_same_id_is_set_up_afresh(telecom: Domain) -> None:
     task = telecom.task(telecom.task_ids("base")[0])
     Episode(telecom, "x", task)

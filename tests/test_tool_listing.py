@@ -39,14 +39,11 @@ from servers.surfaces import (
     from_openai,
     surfaces,
 )
-from tests.server_support import DATA_DIR, InProcess, serving
+from tests.support.server import DATA_DIR, InProcess, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
-needs_reference_tools = pytest.mark.skipif(
-    not TOOLS_DIR.is_dir(), reason=f"reference tool texts not found at {TOOLS_DIR}"
-)
 SIDES = ("agent", "user")
 
 
@@ -141,7 +138,7 @@ def test_an_unregistered_surface_gets_no_listing() -> None:
         stray.tools(domain, "agent")
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 @pytest.mark.parametrize("domain_name", REFERENCE_DOMAINS)
 @pytest.mark.parametrize("surface_name", sorted(SURFACES))
 def test_every_surface_shows_the_reference_tools(surface_name: str, domain_name: str) -> None:
@@ -172,7 +169,7 @@ def test_every_surface_shows_our_own_tools_without_reference_texts(surface_name:
         _check(surface, shown, own[view], f"mock/{view} on demo data")
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 async def test_annotations_stay_derived_from_the_engine_tool_kinds() -> None:
     async with serving(["airline"]) as srv:
         async with srv.mcp("/airline/agent/mcp") as client:
@@ -203,7 +200,7 @@ async def test_demo_data_lists_our_own_descriptions() -> None:
     assert tool_listing(load_domains(["mock"], DEMO_DIR)["mock"], "agent").source == "own"
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 def test_partial_reference_keeps_our_tools_and_skips_unknown_ones(tmp_path: Path, caplog) -> None:
     """Reference texts for another engine version: run what we have, in the reference's order,
     ours (with our texts) last, and say so in the log."""
@@ -239,7 +236,7 @@ def test_corrupt_reference_tools_fail_with_one_sentence(tmp_path: Path) -> None:
         tool_listing(load_domains(["mock"], data)["mock"], "agent")
 
 
-@needs_reference_tools
+@pytest.mark.needs_data("reference_texts")
 def test_solo_agent_offers_the_reference_stop_tool() -> None:
     """Solo requests carry agent tools, user tools, then the finishing tool: the first two come
     over MCP, the last from the same reference file."""

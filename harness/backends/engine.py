@@ -10,7 +10,6 @@ from typing import Any
 from harness.backends import EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
-from servers.engine.tasks import EnvAssertion
 from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 
@@ -60,34 +59,14 @@ class EngineBackend:
         return self.store.get(ref.domain, ref.episode_id).hashes()
 
     async def assertions(self, ref: EpisodeRef, assertions: list[dict]) -> list[dict]:
-        episode = self.store.get(ref.domain, ref.episode_id)
-        results = []
-        for raw in assertions:
-            try:
-                with episode.lock:
-                    met = episode.check_assertion(EnvAssertion.model_validate(raw))
-                results.append({"met": met, "error": None})
-            except Exception as exc:  # noqa: BLE001 - reported per assertion
-                results.append({"met": None, "error": str(exc)})
-        return results
+        return self.store.get(ref.domain, ref.episode_id).check_assertions(assertions)
 
     async def replay(
         self, ref: EpisodeRef, calls: list[dict], only_mutating: bool
     ) -> list[dict | None]:
         episode = self.store.get(ref.domain, ref.episode_id)
-        outputs: list[dict | None] = []
-        with episode.lock:
-            for call in calls:
-                requestor, name, args = call["requestor"], call["name"], call.get("arguments") or {}
-                if only_mutating:
-                    outcome = episode.replay_call(requestor, name, args)
-                else:
-                    side: Side = "user" if requestor == "user" else "agent"
-                    outcome = episode.call(side, name, args)
-                outputs.append(
-                    None if outcome is None else {"output": outcome.text, "error": outcome.error}
-                )
-        return outputs
+        parsed = [(c["requestor"], c["name"], c.get("arguments") or {}) for c in calls]
+        return episode.replay(parsed, only_mutating)
 
     async def state(self, ref: EpisodeRef) -> dict[str, Any]:
         return self.store.get(ref.domain, ref.episode_id).snapshot()

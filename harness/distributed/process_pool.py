@@ -22,15 +22,17 @@ import contextlib
 import itertools
 import os
 import socket
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
+from harness.config import RunConfig
 from harness.distributed.frames import encode, read_frame
 from harness.distributed.limits import LocalProviderLimits
 from harness.distributed.process_worker import WorkerSetup, worker_main
 from harness.distributed.spawner import Spawner
 from harness.errors import ConfigError
-from harness.runner import RunConfig, Runner
+from harness.simulate import SimulationRunner
 from servers.engine.tasks import Task
 
 FRAME_LIMIT = 1 << 20  # stream buffer; frames larger than this are still read whole
@@ -196,12 +198,13 @@ class WorkerLink:
 class ProcessPool:
     """A `SimulationExecutor` over local worker processes (see the module docstring).
 
-    Built before the event loop starts (it forks); `start` connects it inside the loop, `stop`
-    closes the workers' sockets inside the loop, and `close` reaps every process afterwards."""
+    Built before the event loop starts (it forks); `running()` connects it inside the loop
+    (`start`) and closes the workers' sockets when the batch is over (`stop`), and `close`
+    reaps every process afterwards."""
 
     def __init__(
         self,
-        runner: Runner,
+        runner: SimulationRunner,
         count: int,
         *,
         server: str | None = None,
@@ -247,6 +250,15 @@ class ProcessPool:
             raise
 
     # --- inside the event loop ------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The workers connected and ready for the batch's duration."""
+        try:
+            await self.start()
+            yield
+        finally:
+            await self.stop()
+
     async def start(self) -> None:
         """Connect to the forked workers and wait until each is ready; a worker that cannot
         start (say, `--server` unreachable) stops the run with its one sentence."""

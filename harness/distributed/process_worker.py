@@ -2,8 +2,8 @@
 
 It was forked from the driver (`harness.distributed.spawner`), so the domain is already loaded
 and the modules imported; it builds its own backend (the in-process server, or `--server`) and
-`Runner`, then runs what the driver sends, many simulations at once on its own event loop, and
-sends back each record exactly as `Runner.simulate` returns it. It never touches the results
+`SimulationRunner`, then runs what the driver sends, many simulations at once on its own event
+loop, and sends back each record exactly as `SimulationRunner.simulate` returns it. It never touches the results
 file. When the driver's end of the socket closes, it cancels what it was running and ends.
 
 Messages (JSON frames, `harness.distributed.frames`), driver to worker: `run` {id, task, trial,
@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.backends import InfrastructureError
+from harness.config import RunConfig
 from harness.distributed.frames import encode, read_frame
 from harness.errors import ConfigError
-from harness.runner import RunConfig, Runner, make_runner
+from harness.simulate import SimulationRunner
+from harness.wiring import open_backend
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 
@@ -103,22 +105,17 @@ class LeaseGate:
             await self.link.release(lease)
 
 
-async def _runner(setup: WorkerSetup) -> Runner:
-    from harness.backends.http import in_process_backend, remote_backend
-
+async def _runner(setup: WorkerSetup) -> SimulationRunner:
     domain = setup.domain
-    if setup.server:
-        backend = await remote_backend(setup.server, setup.token, domain.name)
-    else:
-        backend = await in_process_backend({domain.name: domain}, setup.token)
+    backend = await open_backend(domain, setup.server, setup.token)
     try:
-        return make_runner(backend, domain, setup.config)
+        return SimulationRunner(backend, domain, setup.config)
     except BaseException:
         await backend.close()
         raise
 
 
-async def _simulate(runner: Runner, link: DriverLink, message: dict[str, Any]) -> None:
+async def _simulate(runner: SimulationRunner, link: DriverLink, message: dict[str, Any]) -> None:
     reply: dict[str, Any] = {"id": message["id"]}
     try:
         task = runner.domain.task(message["task"])

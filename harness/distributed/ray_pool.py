@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.runner import ConfigError, RunConfig, Runner
+from harness.config import RunConfig
+from harness.errors import ConfigError
+from harness.simulate import SimulationRunner
+from harness.wiring import load_domain, open_backend
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
 
@@ -54,27 +58,20 @@ class _Worker:
 
     def __init__(self, payload: WorkerPayload) -> None:
         self.payload = payload
-        self._runner: Runner | None = None
+        self._runner: SimulationRunner | None = None
         self._lock = asyncio.Lock()
 
-    async def _get_runner(self) -> Runner:
+    async def _get_runner(self) -> SimulationRunner:
         async with self._lock:
             if self._runner is None:
-                from harness.backends.http import in_process_backend, remote_backend
-                from servers.domains.registry import load_domains
-
                 p = self.payload
-                domain = load_domains([p.domain], Path(p.data_dir))[p.domain]
-                domain.warm()
-                if p.server:
-                    backend = await remote_backend(p.server, p.token, domain.name)
-                else:
-                    backend = await in_process_backend({domain.name: domain}, p.token)
+                domain = load_domain(p.domain, Path(p.data_dir), ready="warm")
+                backend = await open_backend(domain, p.server, p.token)
                 if p.limiter is not None:
                     from conversation.llm import set_request_gate
 
                     set_request_gate(RayProviderGate(p.limiter, p.provider_limits).gate)
-                self._runner = Runner(backend, domain, p.config)
+                self._runner = SimulationRunner(backend, domain, p.config)
         return self._runner
 
     async def simulate(self, task_id: str, trial: int, seed: int) -> dict[str, Any]:
@@ -194,7 +191,7 @@ class RayPool:
 
     def __init__(
         self,
-        runner: Runner,
+        runner: SimulationRunner,
         *,
         address: str | None,
         server: str | None,
@@ -229,6 +226,11 @@ class RayPool:
             for _ in range(count)
         ]
         self.load = [0] * count
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The actors start with the pool and are killed by `close`: nothing to do here."""
+        yield
 
     async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         ray = self.ray

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from functools import cache
 from typing import Any
 
 # As `tau-harness` does: litellm's bundled model price list, not a download at import.
@@ -166,15 +165,6 @@ INSPECT_TASKS = register_surface(
 
 
 # --- the conversation and its grade --------------------------------------------------------
-@cache
-def _domain(name: str, data_dir: str | None):
-    from servers.domains.registry import load_domains
-
-    domain = load_domains([name], data_dir)[name]
-    domain.warm()
-    return domain
-
-
 @solver
 def tau_mcp_conversation(
     domain_name: str,
@@ -190,15 +180,13 @@ def tau_mcp_conversation(
     data_dir: str | None = None,
 ):
     """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
-    from harness.grading import Judge
+    from harness.config import DEFAULT_SEED, RunConfig, trial_seed
     from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-    from harness.runner import DEFAULT_SEED, RunConfig, Runner
-    from harness.seeds import trial_seed
+    from harness.simulate import SimulationRunner
+    from harness.wiring import build_judge, open_backend, shared_domain
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from harness.backends.http import in_process_backend, remote_backend
-
-        domain = _domain(domain_name, data_dir)
+        domain = shared_domain(domain_name, data_dir)
         config = RunConfig(
             domain=domain_name,
             agent=AGENT_CLASS,
@@ -208,15 +196,12 @@ def tau_mcp_conversation(
             max_steps=max_steps or DEFAULT_MAX_STEPS,
             max_errors=max_errors or DEFAULT_MAX_ERRORS,
             seed=DEFAULT_SEED if seed is None else seed,
-            judge=Judge(judge_llm, {"temperature": 0.0}) if judge_llm else None,
+            judge=build_judge(judge_llm or "none", {"temperature": 0.0}),
             max_retries=0,
         )
-        if server:
-            backend = await remote_backend(server, server_token, domain_name)
-        else:
-            backend = await in_process_backend({domain_name: domain}, server_token)
+        backend = await open_backend(domain, server, server_token)
         try:
-            runner = Runner(backend, domain, config)
+            runner = SimulationRunner(backend, domain, config)
             trial = max(0, state.epoch - 1)
             sim = await runner.simulate(
                 domain.task(str(state.sample_id)), trial, trial_seed(config.seed, trial)
@@ -287,9 +272,11 @@ def tau_mcp_task(
     server_token: str | None = None,
     data_dir: str | None = None,
 ) -> Task:
-    from harness.runner import ConfigError, RunConfig, select_tasks
+    from harness.config import RunConfig, select_tasks
+    from harness.errors import ConfigError
+    from harness.wiring import shared_domain
 
-    domain = _domain(domain_name, data_dir)
+    domain = shared_domain(domain_name, data_dir)
     ids = _ids(task_ids)
     selection = RunConfig(domain=domain_name, task_split=split, task_ids=ids)
     try:

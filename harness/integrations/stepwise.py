@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -25,9 +24,11 @@ from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.base import _agent_can_see as agent_can_see
 from harness.agents.llm_agent import DONE_TOOL
 from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
-from harness.grading import Judge
+from harness.config import RunConfig
+from harness.errors import ConfigError
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.runner import ConfigError, RunConfig, Runner
+from harness.simulate import SimulationRunner
+from harness.wiring import build_judge, open_backend, shared_domain
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
@@ -92,33 +93,7 @@ class EpisodeSettings:
                 raise ConfigError(f"{name} must be at least 1")
 
 
-# --- loading ----------------------------------------------------------------------------------
-_domains: dict[tuple[str, str], Domain] = {}
-_domains_lock = threading.Lock()
-
-
-def load_domain(name: str, data_dir: str | Path | None) -> Domain:
-    """A domain loaded once per process and shared by its environments (read-only data)."""
-    from servers.domains.registry import load_domains
-
-    key = (name, str(data_dir or ""))
-    with _domains_lock:
-        domain = _domains.get(key)
-        if domain is None:
-            domain = load_domains([name], data_dir)[name]
-            domain.warm()
-            _domains[key] = domain
-        return domain
-
-
-async def open_backend(domain: Domain, settings: EpisodeSettings) -> EpisodeBackend:
-    from harness.backends.http import in_process_backend, remote_backend
-
-    if settings.server:
-        return await remote_backend(settings.server, settings.server_token, domain.name)
-    return await in_process_backend({domain.name: domain}, settings.server_token)
-
-
+# --- the backend ------------------------------------------------------------------------------
 class BackendKeeper:
     """Opens and later closes a backend inside one task of its own.
 
@@ -136,7 +111,7 @@ class BackendKeeper:
 
         async def keep() -> None:
             try:
-                backend = await open_backend(domain, settings)
+                backend = await open_backend(domain, settings.server, settings.server_token)
             except BaseException as exc:
                 ready.set_exception(exc)
                 return
@@ -277,10 +252,8 @@ class PolicyDriver:
         self.settings, self.side, self.domain = settings, seat, domain
         self.backend = EpisodeTracking(backend)
         self.seat = PolicySeat()
-        judge = (
-            Judge(settings.judge_llm, {"temperature": 0.0, **settings.judge_llm_args})
-            if settings.judge_llm
-            else None
+        judge = build_judge(
+            settings.judge_llm or "none", {"temperature": 0.0, **settings.judge_llm_args}
         )
         config = RunConfig(
             domain=domain.name,
@@ -298,13 +271,12 @@ class PolicyDriver:
             if solo and not domain.supports_solo:
                 raise ConfigError(f"the {domain.name} domain has no solo mode")
             config.agent, config.user = "policy", ("dummy" if solo else settings.user)
-            agent_cls = _bound(PolicyAgent, self.seat, solo=solo)
-            self.runner = Runner(self.backend, domain, config, agent_cls=agent_cls)
+            policy = _bound(PolicyAgent, self.seat, solo=solo)
+            self.runner = SimulationRunner(self.backend, domain, config, agent_factory=policy)
         else:
             config.agent, config.user = settings.agent, "policy"
-            self.runner = Runner(
-                self.backend, domain, config, user_cls=_bound(PolicyUser, self.seat)
-            )
+            policy = _bound(PolicyUser, self.seat)
+            self.runner = SimulationRunner(self.backend, domain, config, user_factory=policy)
         self.requestor = "assistant" if seat == "agent" else "user"
         self.task: Task | None = None
         self.run: asyncio.Task | None = None
@@ -316,7 +288,7 @@ class PolicyDriver:
     async def open(cls, settings: EpisodeSettings, seat: Seat) -> PolicyDriver:
         settings.check(seat)
         try:
-            domain = load_domain(settings.domain, settings.data_dir)
+            domain = shared_domain(settings.domain, settings.data_dir)
         except EngineError as exc:
             raise ConfigError(str(exc)) from None
         keeper = BackendKeeper()

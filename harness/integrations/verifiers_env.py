@@ -29,16 +29,16 @@ from datasets import Dataset
 from conversation.llm import DEFAULT_LLM
 from conversation.messages import ChatMessage, Message, ToolMessage
 from harness.agents.llm_agent import conversation_prompt
+from harness.errors import ConfigError
 from harness.integrations.actions import ActionError, parse_action
 from harness.integrations.stepwise import (
     BackendKeeper,
     EpisodeSettings,
     PolicyDriver,
-    load_domain,
 )
 from harness.integrations.verifiers_tools import verifiers_tool_defs
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.runner import ConfigError
+from harness.wiring import shared_domain
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 
@@ -218,7 +218,7 @@ def load_environment(
     )
     settings.check("agent")
     try:
-        loaded = load_domain(domain, data_dir)
+        loaded = shared_domain(domain, data_dir)
         ids = list(task_ids) if task_ids else loaded.task_ids(split)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None

@@ -10,8 +10,11 @@ from typing import Any
 from rich.console import Console
 
 from harness.backends import EpisodeBackend
+from harness.config import RunConfig, select_tasks
+from harness.errors import ConfigError
 from harness.play.terminal import HumanAgent, HumanUser, Terminal
-from harness.runner import ConfigError, RunConfig, Runner, select_tasks
+from harness.runner import Runner
+from harness.simulate import SimulationRunner
 from servers.engine.domain import Domain
 
 HUMAN_AGENT = "harness.play.terminal:HumanAgent"
@@ -69,6 +72,6 @@ async def play(
     """Play one simulation and return it, graded."""
     terminal = Terminal(console)
     HumanAgent.terminal = HumanUser.terminal = terminal
-    runner = Runner(backend, domain, play_config(domain, settings))
+    runner = Runner(SimulationRunner(backend, domain, play_config(domain, settings)))
     results = await runner.run()
     return results.simulations[-1]

@@ -14,7 +14,7 @@ from conversation.actions import ActionError, parse_tool_call
 from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
 from conversation.tools import ToolInfo
 from harness.agents.base import Agent, AgentContext, Incoming
-from harness.runner import ConfigError
+from harness.errors import ConfigError
 from servers.engine.domain import Domain
 from servers.surfaces import ShownTool, View, as_shown, register_surface
 from simulator.base import UserContext, UserSimulator

@@ -25,15 +25,16 @@ import os
 import secrets
 import signal
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from harness.agents import AgentContext
-from harness.backends import EpisodeBackend, InfrastructureError
-from harness.runner import ConfigError, RunConfig, Runner
-from harness.serve.host import hosted, serve_config
-from harness.serve.simulation import ServeRunner, Simulation, SimulationHub
-from servers.engine.domain import Domain
+from harness.backends import InfrastructureError
+from harness.errors import ConfigError
+from harness.serve.host import hosted
+from harness.serve.simulation import Simulation, SimulationHub, serve_simulations
+from harness.simulate import SimulationRunner, with_retries
 from servers.engine.tasks import Task
 
 MCP_SERVER_NAME = "tau2"
@@ -41,14 +42,14 @@ EXIT_GRACE_S = 10.0  # after the user ends, the program may still print its last
 OUTPUT_TAIL = 2000
 
 
-def agent_system_prompt(runner: Runner, task: Task) -> str:
+def agent_system_prompt(simulations: SimulationRunner, task: Task) -> str:
     """The system prompt the `llm` agent would get on this task, from that agent's own builder."""
     from harness.agents.llm_agent import LLMAgent
 
     context = AgentContext(
         task=task,
-        domain=runner.domain.name,
-        policy=runner.policy,
+        domain=simulations.domain.name,
+        policy=simulations.policy,
         tools=[],
         llm="outside-agent",
         solo=False,
@@ -56,38 +57,42 @@ def agent_system_prompt(runner: Runner, task: Task) -> str:
     return LLMAgent(context).system
 
 
-class CommandRunner(ServeRunner):
-    """Runs, per simulation, an agent program against the simulation's MCP endpoint."""
+class CommandExecutor:
+    """A `SimulationExecutor` that runs, per simulation, an agent program against the
+    simulation's MCP endpoint, hosted on loopback while the batch runs."""
 
     def __init__(
-        self,
-        backend: EpisodeBackend,
-        domain: Domain,
-        config: RunConfig,
-        command: str,
-        timeout: float | None = None,
+        self, simulations: SimulationRunner, command: str, timeout: float | None = None
     ) -> None:
-        super().__init__(backend, domain, config)
+        """`simulations` is the run's own (its config, policy and grader); the hosted
+        simulations share its grader, so the run computes each gold state once."""
         if timeout is not None and timeout <= 0:
             raise ConfigError("--timeout must be a positive number of seconds")
+        self.simulations = simulations
+        self.domain = simulations.domain
         self.command, self.timeout = command, timeout
-        inner = ServeRunner(backend, domain, serve_config(config))
-        inner.grader = self.grader  # one gold-state cache for the run
-        self.hub = SimulationHub(inner)
+        hosted_runs = serve_simulations(
+            simulations.backend, simulations.domain, simulations.config, simulations.grader
+        )
+        self.hub = SimulationHub(hosted_runs)
         self.token = secrets.token_urlsafe(24)
         self.base_url: str | None = None
 
-    async def run(self, on_done=None, on_start=None):
-        if getattr(self, "executor", None) is not None:  # e.g. a Ray pool: programs run here
-            raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
         async with hosted(self.hub, self.token) as base_url:
             self.base_url = base_url
             try:
-                return await super().run(on_done, on_start)
+                yield
             finally:
                 await self.hub.close()
 
-    async def _attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        return await with_retries(
+            lambda: self._attempt(task, trial), self.simulations.config, task, trial, seed
+        )
+
+    async def _attempt(self, task: Task, trial: int) -> dict[str, Any]:
         simulation = self.hub.create(task.id, trial)
         with tempfile.TemporaryDirectory(prefix="tau-agent-") as folder:
             env = self._environment(simulation, Path(folder))
@@ -125,7 +130,7 @@ class CommandRunner(ServeRunner):
         assert self.base_url is not None
         url = self.base_url + simulation.mcp_path
         prompt = folder / "agent_system_prompt.md"
-        prompt.write_text(agent_system_prompt(self, simulation.task), encoding="utf-8")
+        prompt.write_text(agent_system_prompt(self.simulations, simulation.task), encoding="utf-8")
         config = folder / "mcp_config.json"
         entry = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {self.token}"}}
         config.write_text(json.dumps({"mcpServers": {MCP_SERVER_NAME: entry}}, indent=2))

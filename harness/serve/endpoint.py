@@ -105,7 +105,7 @@ class UnknownToolsAsMoves(Middleware):
 async def _shown_on_simulation_endpoint(domain: Domain, view: View) -> list[ShownTool]:
     """`tools/list` on a simulation's endpoint of a `tau-harness serve` app (in-process)."""
     from harness.backends.http import in_process_backend
-    from harness.runner import RunConfig
+    from harness.config import RunConfig
     from harness.serve.app import create_serve_app
     from harness.serve.host import make_hub
     from servers.guards import LOOPBACK_HOSTS

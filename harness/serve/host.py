@@ -10,26 +10,19 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from harness.backends import EpisodeBackend
-from harness.runner import RunConfig
+from harness.config import RunConfig
 from harness.serve.app import create_serve_app
-from harness.serve.simulation import ServeRunner, SimulationHub
+from harness.serve.simulation import SimulationHub, serve_simulations
 from servers.engine.domain import Domain
 from servers.guards import allowed_hosts_for
 from servers.http_server import ConnectionPolicy, bind_socket, uvicorn_server
 from servers.http_stack import HttpGuards
 
 
-def serve_config(config: RunConfig) -> RunConfig:
-    """A served simulation is played once: an outside agent's moves cannot be replayed."""
-    from dataclasses import replace
-
-    return replace(config, max_retries=0, retry_delay=0.0)
-
-
 def make_hub(
     backend: EpisodeBackend, domain: Domain, config: RunConfig, save_to: Path | None = None
 ) -> SimulationHub:
-    return SimulationHub(ServeRunner(backend, domain, serve_config(config)), save_to)
+    return SimulationHub(serve_simulations(backend, domain, config), save_to)
 
 
 @contextlib.asynccontextmanager

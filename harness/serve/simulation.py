@@ -1,42 +1,54 @@
-"""Simulations played by an outside agent: each runs `Runner`'s own attempt (episode, user,
-orchestrator, grading, record) in a background task, with the `OutsideAgent` as the agent, so a
-served simulation is run and graded exactly as `tau-harness run` runs and grades one.
+"""Simulations played by an outside agent: each runs `SimulationRunner`'s own attempt (episode,
+user, orchestrator, grading, record) in a background task, with the `OutsideAgent` as the agent,
+so a served simulation is run and graded exactly as `tau-harness run` runs and grades one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from conversation.messages import dump_message, now
-from harness.agents import Agent
-from harness.backends import EpisodeRef
+from grading import Grader
+from harness.backends import EpisodeBackend
+from harness.config import RunConfig, trial_seed
 from harness.metrics import INFRA
 from harness.orchestrator import Orchestrator, Termination
 from harness.results import ResultsFile, load_results
-from harness.runner import ConfigError, Runner
-from harness.seeds import trial_seed
+from harness.runner import keep_finished
 from harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
+from harness.simulate import SimulationRunner
+from servers.engine.domain import Domain
 from servers.engine.tasks import Task
 
 
-class ServeRunner(Runner):
-    """A runner whose agent is whoever plays the simulation's MCP endpoint. One attempt per
-    simulation: a conversation an outside agent has played cannot be replayed."""
+def serve_config(config: RunConfig) -> RunConfig:
+    """A served simulation is played once: an outside agent's moves cannot be replayed."""
+    return replace(config, max_retries=0, retry_delay=0.0)
 
-    def _agent_class(self, name: str) -> type[Agent]:
-        return OutsideAgent
 
-    async def _orchestrator(
-        self, task: Task, seed: int, ref: EpisodeRef, sessions: list
-    ) -> Orchestrator:
-        orchestrator = await super()._orchestrator(task, seed, ref, sessions)
-        channel = current_channel.get()
-        if channel is not None:
-            channel.orchestrator = orchestrator  # live views read its trajectory
-        return orchestrator
+def _show_to_channel(orchestrator: Orchestrator) -> None:
+    channel = current_channel.get()
+    if channel is not None:
+        channel.orchestrator = orchestrator  # live views read its trajectory
+
+
+def serve_simulations(
+    backend: EpisodeBackend, domain: Domain, config: RunConfig, grader: Grader | None = None
+) -> SimulationRunner:
+    """Simulations whose agent is whoever plays the simulation's MCP endpoint: one attempt
+    each (a conversation an outside agent has played cannot be replayed)."""
+    return SimulationRunner(
+        backend,
+        domain,
+        serve_config(config),
+        agent_factory=OutsideAgent,
+        grader=grader,
+        on_orchestrator=_show_to_channel,
+    )
 
 
 class UnknownTask(LookupError):
@@ -50,7 +62,7 @@ class Conflict(ValueError):
 class Simulation:
     """One task trial: the channel the endpoint plays on, and the record once it is over."""
 
-    def __init__(self, runner: ServeRunner, task: Task, trial: int, seed: int) -> None:
+    def __init__(self, runner: SimulationRunner, task: Task, trial: int, seed: int) -> None:
         self.id = str(uuid.uuid4())
         self.runner, self.task, self.trial, self.seed = runner, task, trial, seed
         self.channel = MoveChannel()
@@ -172,7 +184,7 @@ def _refusal(record: dict[str, Any]) -> str:
 class SimulationHub:
     """The simulations of one server, and the results file finished ones are appended to."""
 
-    def __init__(self, runner: ServeRunner, save_to: Path | None = None) -> None:
+    def __init__(self, runner: SimulationRunner, save_to: Path | None = None) -> None:
         self.runner = runner
         self.domain = runner.domain
         self.simulations: dict[str, Simulation] = {}
@@ -182,7 +194,7 @@ class SimulationHub:
         if save_to is not None:
             self.results = ResultsFile(save_to, runner.info(), [])
             if Path(save_to).exists():
-                self._saved = runner._resume(self.results, Path(save_to))
+                self._saved = keep_finished(self.results, Path(save_to), self.domain.name)
                 previous = load_results(Path(save_to))
                 self.results.header["tasks"] = list(previous.get("tasks") or [])
             self.results.save()
@@ -234,10 +246,9 @@ class SimulationHub:
 
 __all__ = [
     "Conflict",
-    "ConfigError",
-    "ServeRunner",
     "Simulation",
     "SimulationHub",
     "UnknownTask",
-    "trial_seed",
+    "serve_config",
+    "serve_simulations",
 ]

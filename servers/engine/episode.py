@@ -9,6 +9,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from servers.engine.canonical import canonical_hash
 from servers.engine.cow import CowDB
 from servers.engine.domain import Domain
@@ -164,6 +166,42 @@ class Episode:
                 f"Function {assertion.func_name} returned {type(result)} instead of bool"
             )
         return result == assertion.assert_value
+
+    def check_assertions(self, assertions: list[Any]) -> list[dict[str, Any]]:
+        """Each raw assertion's verdict, `{"met": bool, "error": None}`, or `{"met": None,
+        "error": text}` when it cannot be checked (the reference counts that as unmet). Holds
+        the episode's lock: callers must not."""
+        results: list[dict[str, Any]] = []
+        with self.lock:
+            for raw in assertions:
+                try:
+                    met = self.check_assertion(EnvAssertion.model_validate(raw))
+                    results.append({"met": met, "error": None})
+                except ValidationError as exc:
+                    error = f"malformed assertion: {exc.errors()[0]['msg']}"
+                    results.append({"met": None, "error": error})
+                except Exception as exc:  # noqa: BLE001 - a failing check is an unmet one
+                    results.append({"met": None, "error": f"{type(exc).__name__}: {exc}"})
+        return results
+
+    def replay(
+        self, calls: list[tuple[str, str, dict[str, Any]]], only_mutating: bool
+    ) -> list[dict[str, Any] | None]:
+        """Run recorded `(requestor, name, arguments)` calls in order; with `only_mutating`,
+        reads are skipped (None in their place, see `replay_call`). Each output is
+        `{"output": text, "error": bool}`. Holds the episode's lock: callers must not."""
+        outputs: list[dict[str, Any] | None] = []
+        with self.lock:
+            for requestor, name, arguments in calls:
+                if only_mutating:
+                    outcome = self.replay_call(requestor, name, arguments)
+                else:
+                    side: Side = "user" if requestor == "user" else "agent"
+                    outcome = self.call(side, name, arguments)
+                outputs.append(
+                    None if outcome is None else {"output": outcome.text, "error": outcome.error}
+                )
+        return outputs
 
     def _sync(self) -> None:
         sync = self.domain.spec.sync

@@ -11,14 +11,15 @@ grades them.
 
 from __future__ import annotations
 
-import itertools
 import math
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode
-from servers.engine.tasks import EnvAssertion
+
+if TYPE_CHECKING:
+    from grading import Grader
 
 SERVER_BASES = ("DB", "ENV_ASSERTION", "ACTION")
 
@@ -39,27 +40,14 @@ def note_call(episode: Episode, name: str, arguments: dict[str, Any]) -> None:
 
 
 class _LiveEpisodes:
-    """The part of the harness's episode backend the grader uses, on live server episodes."""
+    """The grader's view of the server's own live episodes: the episode is its own handle."""
 
-    def __init__(self) -> None:
-        self.episodes: weakref.WeakValueDictionary[str, Episode] = weakref.WeakValueDictionary()
-
-    async def hashes(self, ref) -> dict[str, str | None]:
-        episode = self.episodes[ref.episode_id]
+    async def hashes(self, episode: Episode) -> dict[str, str | None]:
         with episode.lock:
             return episode.hashes()
 
-    async def assertions(self, ref, assertions: list[dict]) -> list[dict]:
-        episode = self.episodes[ref.episode_id]
-        results = []
-        with episode.lock:
-            for raw in assertions:
-                try:
-                    met = episode.check_assertion(EnvAssertion.model_validate(raw))
-                    results.append({"met": met, "error": None})
-                except Exception as exc:  # noqa: BLE001 - the reference counts it as unmet
-                    results.append({"met": None, "error": f"{type(exc).__name__}: {exc}"})
-        return results
+    async def assertions(self, episode: Episode, assertions: list[dict]) -> list[dict]:
+        return episode.check_assertions(assertions)
 
 
 class SessionGrader:
@@ -67,15 +55,14 @@ class SessionGrader:
 
     def __init__(self) -> None:
         self.live = _LiveEpisodes()
-        self._graders: weakref.WeakKeyDictionary[Domain, Any] = weakref.WeakKeyDictionary()
-        self._tokens = itertools.count(1)
+        self._graders: weakref.WeakKeyDictionary[Domain, Grader] = weakref.WeakKeyDictionary()
 
-    def _grader(self, domain: Domain):
-        from harness.grading import Grader  # grading is shared with the harness, not copied
+    def _grader(self, domain: Domain) -> Grader:
+        from grading import Grader  # with the first grade: the server starts without it
 
         grader = self._graders.get(domain)
         if grader is None:
-            grader = self._graders[domain] = Grader(self.live, domain, judge=None)  # type: ignore[arg-type]
+            grader = self._graders[domain] = Grader(self.live, domain, judge=None)
         return grader
 
     async def grade(self, episode: Episode) -> dict[str, Any] | None:
@@ -84,9 +71,7 @@ class SessionGrader:
         task = episode.task
         if task is None:
             return None
-        from conversation.messages import ChatMessage, ToolCall
-        from harness.backends import EpisodeRef
-        from harness.orchestrator import history_messages
+        from conversation.messages import ChatMessage, ToolCall, history_messages
 
         messages = history_messages(task)
         calls = session_calls(episode)
@@ -96,13 +81,7 @@ class SessionGrader:
                 for i, (name, arguments) in enumerate(calls)
             ]
             messages.append(ChatMessage(role="assistant", tool_calls=tool_calls))
-        token = f"ep-grade-{next(self._tokens)}"
-        self.live.episodes[token] = episode
-        try:
-            ref = EpisodeRef(episode.domain.name, token, "", "")
-            info = await self._grader(episode.domain).grade(task, messages, "agent_stop", ref)
-        finally:
-            self.live.episodes.pop(token, None)
+        info = await self._grader(episode.domain).grade(task, messages, "agent_stop", episode)
         return server_side(info, task)
 
 

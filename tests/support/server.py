@@ -9,10 +9,10 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import httpx
 import httpx2
-import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.utilities.asgi_transport import StreamingASGITransport
@@ -20,13 +20,10 @@ from fastmcp.utilities.asgi_transport import StreamingASGITransport
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
 from servers.guards import LOOPBACK_HOSTS
-from tests.conformance import DATA_DIR
+from tests.support.data import DATA_DIR
 
 ORIGIN = "http://testserver"
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-needs_data = pytest.mark.skipif(
-    not (DATA_DIR / "tau2" / "domains").is_dir(), reason=f"reference data not found at {DATA_DIR}"
-)
 
 
 def mcp_initialize(client: str = "probe", version: str = "0", **client_extra) -> dict:
@@ -79,10 +76,12 @@ class InProcess:
 
 
 @asynccontextmanager
-async def serving(domains: list[str], **settings) -> AsyncIterator[InProcess]:
+async def serving(
+    domains: list[str], data_dir: Path = DATA_DIR, **settings
+) -> AsyncIterator[InProcess]:
     """Enter the app's lifespan inside the test (a fixture holding it across `yield` fails)."""
     settings.setdefault("allowed_hosts", (*LOOPBACK_HOSTS, "testserver"))
-    app = create_app(domain_names=domains, data_dir=DATA_DIR, settings=ServerSettings(**settings))
+    app = create_app(domain_names=domains, data_dir=data_dir, settings=ServerSettings(**settings))
     async with app.router.lifespan_context(app):
         yield InProcess(app)
 
@@ -94,7 +93,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def real_server(domains: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
+def real_server(
+    domains: str, *extra: str, env: dict[str, str] | None = None, data_dir: Path = DATA_DIR
+) -> Iterator[str]:
     """`tau-server serve` in a subprocess on a free loopback port; yields its base URL."""
     port = free_port()
     command = [
@@ -107,7 +108,7 @@ def real_server(domains: str, *extra: str, env: dict[str, str] | None = None) ->
         "--domains",
         domains,
         "--data-dir",
-        str(DATA_DIR),
+        str(data_dir),
         *extra,
     ]
     proc = subprocess.Popen(

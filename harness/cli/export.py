@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
+from harness.cli.common import fail, json_arg, load_domain, split_ids
 from servers.engine.errors import EngineError
 
 export_app = typer.Typer(
     help="Export tasks as other evaluation frameworks' datasets.", no_args_is_help=True
 )
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
 
 
 @export_app.command("ep-rows")
@@ -38,22 +33,14 @@ def ep_rows_command(
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from harness.integrations.ep_rows import ep_rows, to_jsonl
     from harness.results import atomic_write
-    from servers.domains.registry import load_domains
 
-    args = None
-    if user_llm_args:
-        try:
-            args = json.loads(user_llm_args)
-        except json.JSONDecodeError as exc:
-            _fail(f"--user-llm-args is not valid JSON ({exc.msg})")
-        if not isinstance(args, dict):
-            _fail("--user-llm-args must be a JSON object")
-    ids = [p for v in task_ids or [] for p in v.replace(",", " ").split() if p] or None
+    args = json_arg("--user-llm-args", user_llm_args) or None
+    ids = split_ids(task_ids)
     try:
-        loaded = load_domains([domain], data_dir)[domain]
+        loaded = load_domain(domain, data_dir, ready="lazy")
         rows = ep_rows(loaded, split, ids, user_llm, args)
     except EngineError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     text = to_jsonl(rows)
     if str(output) == "-":

@@ -6,26 +6,21 @@ Shared by the engine tests and the HTTP-server test, so both check exactly the s
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from servers.engine.render import parse_output
+from tests.support.data import CONFORMANCE_DIR, DATA_DIR, ROOT, missing
 
-ROOT = Path(__file__).resolve().parents[1]
-CONFORMANCE_DIR = Path(
-    os.environ.get("TAU_CONFORMANCE_DIR", ROOT.parent / "shared" / "conformance")
-)
-DATA_DIR = Path(os.environ.get("TAU2_DATA_DIR", ROOT.parent / "shared" / "tau2-data"))
+__all__ = ["CONFORMANCE_DIR", "DATA_DIR", "ROOT"]
 
 # (side, tool name, arguments) -> (text, is_error)
 Caller = Callable[[str, str, dict], tuple[str, bool]]
 
 
 def fixtures_present() -> bool:
-    return (CONFORMANCE_DIR / "gold").is_dir() and (DATA_DIR / "tau2" / "domains").is_dir()
+    return missing("conformance") is None
 
 
 @lru_cache(maxsize=8)

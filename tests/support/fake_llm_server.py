@@ -62,7 +62,7 @@ class FakeLLMServer:
         self, domain: str, task_id: str, agent_model: str, user_model: str, **extra: Any
     ):
         """A run of the `llm` agent and the `llm` user, both answered by this server."""
-        from harness.runner import RunConfig
+        from harness.config import RunConfig
 
         settings: dict[str, Any] = {
             "agent": "llm",

@@ -2,7 +2,7 @@
 
 DB: the finished episode's agent and user DB hashes against the gold ones (the task's initial
 state plus its gold actions, applied once per task on a local engine episode the way the
-reference's grader applies them: see `gold_hashes_of`). ENV_ASSERTION: the
+reference's grader applies them: see `grading.gold`). ENV_ASSERTION: the
 task's assertions run server-side on the finished episode. ACTION, COMMUNICATE: from the
 trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task's basis.
 """
@@ -10,21 +10,38 @@ trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task'
 from __future__ import annotations
 
 import asyncio
-import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from conversation.messages import Message
 from conversation.reference_texts import reference_texts
-from harness.backends import EpisodeBackend, EpisodeRef
-from harness.grading.checks import Component, check_actions, check_communication, tool_calls_of
-from harness.grading.judge import Judge
+from grading.checks import Component, check_actions, check_communication, tool_calls_of
+from grading.gold import gold_hashes_of
+from grading.judge import Judge
 from servers.engine.domain import Domain
-from servers.engine.episode import Episode
 from servers.engine.tasks import Task
 
 GRADED_ENDINGS = {"agent_stop", "user_stop"}
 ENV_BASES = {"DB", "ENV_ASSERTION"}
 KNOWN_BASES = ENV_BASES | {"ACTION", "COMMUNICATE", "NL_ASSERTION"}
+
+
+class EpisodeStates(Protocol):
+    """Where the grader reads a finished episode; `ref` is whatever handle the caller has on it
+    (an `EpisodeRef` of the harness's backends, or the server's own `Episode`)."""
+
+    async def hashes(self, ref: Any) -> dict[str, str | None]: ...
+
+    async def assertions(self, ref: Any, assertions: list[dict]) -> list[dict]: ...
+
+
+class EpisodeReplays(EpisodeStates, Protocol):
+    """What re-grading a saved trajectory needs besides: fresh episodes and replayed calls."""
+
+    async def create_episode(self, domain: str, task_id: str | None) -> Any: ...
+
+    async def replay(
+        self, ref: Any, calls: list[dict], only_mutating: bool
+    ) -> list[dict | None]: ...
 
 
 def empty_reward_info(reward: float, note: str, **fields: Any) -> dict[str, Any]:
@@ -44,7 +61,7 @@ def empty_reward_info(reward: float, note: str, **fields: Any) -> dict[str, Any]
 
 
 class Grader:
-    def __init__(self, backend: EpisodeBackend, domain: Domain, judge: Judge | None = None) -> None:
+    def __init__(self, backend: EpisodeStates, domain: Domain, judge: Judge | None = None) -> None:
         self.backend = backend
         self.domain = domain
         if isinstance(judge, Judge):  # our judge speaks as the data folder's prompt set says
@@ -81,10 +98,12 @@ class Grader:
     # --- predicted state for re-grading ----------------------------------------------------
     async def rebuild(
         self, task: Task, messages: list[Message], history_length: int, solo: bool
-    ) -> EpisodeRef:
+    ) -> Any:
         """A fresh episode with the trajectory's state-changing calls replayed (the task's own
-        history is already part of the episode's initial state)."""
-        ref = await self.backend.create_episode(self.domain.name, task.id)
+        history is already part of the episode's initial state). Needs a backend that makes
+        episodes (`EpisodeReplays`)."""
+        backend: EpisodeReplays = self.backend  # type: ignore[assignment]
+        ref = await backend.create_episode(self.domain.name, task.id)
         calls = []
         for call in tool_calls_of(messages[history_length:]):
             requestor = call.requestor
@@ -96,12 +115,12 @@ class Grader:
                 requestor = "user"
             calls.append({"requestor": requestor, "name": call.name, "arguments": call.arguments})
         if calls:
-            await self.backend.replay(ref, calls, only_mutating=True)
+            await backend.replay(ref, calls, only_mutating=True)
         return ref
 
     # --- grading ----------------------------------------------------------------------------
     async def grade(
-        self, task: Task, messages: list[Message], termination: str, final: EpisodeRef
+        self, task: Task, messages: list[Message], termination: str, final: Any
     ) -> dict[str, Any]:
         if termination not in GRADED_ENDINGS:
             return empty_reward_info(
@@ -151,7 +170,7 @@ class Grader:
             },
         }
 
-    async def _environment(self, task: Task, final: EpisodeRef) -> _EnvComponent:
+    async def _environment(self, task: Task, final: Any) -> _EnvComponent:
         criteria = task.evaluation_criteria
         assert criteria is not None
         if criteria.actions is None and criteria.env_assertions is None:
@@ -209,25 +228,6 @@ class Grader:
         return Component(
             reward, checks, {"NL_ASSERTION": reward}, {"judge": self.judge.model, "cost": cost}
         )
-
-
-def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
-    """The gold DB hashes as the reference's grader computes them: the task's initial state,
-    then each gold action applied straight to its side's tools. A failing action is skipped
-    with whatever it changed kept, and no domain sync runs after the actions (the reference
-    syncs only while setting up the initial state), so in telecom the phone's surroundings are
-    not refreshed from the carrier's records after the gold actions."""
-    episode = Episode(domain, f"gold-{uuid.uuid4().hex}", task)
-    actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
-    for action in actions:
-        toolkit = episode.toolkit("user" if action.requestor == "user" else "agent")
-        try:
-            if toolkit is None or not toolkit.has_tool(action.name):
-                raise ValueError(f"Tool '{action.name}' not found.")
-            getattr(toolkit, action.name)(**(action.arguments or {}))
-        except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
-            continue
-    return episode.hashes()
 
 
 class _EnvComponent(Component):

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from conversation import llm, reference_prompts
+from conversation.errors import ConfigError, InfrastructureError
 from conversation.messages import ChatMessage, Message
 from conversation.reference_texts import ReferenceTexts
-from harness.backends import InfrastructureError
-from harness.errors import ConfigError
 
 JUDGE_INSTRUCTIONS = """\
 You grade customer-service conversations. You get a transcript between a support agent and a

@@ -1,4 +1,4 @@
-"""`tau-harness serve`: host graded simulations for outside agents (registered in harness.cli)."""
+"""`tau-harness serve`: host graded simulations for outside agents (`harness.serve`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import typer
 
+from harness.cli.common import fail, json_arg, judge_option, load_domain, open_backend
+from harness.config import DEFAULT_SEED
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
 from harness.results_lock import results_lock
-from harness.runner import DEFAULT_SEED
 from servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
@@ -78,10 +79,10 @@ def serve(
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from conversation.llm import DEFAULT_LLM
-    from harness import cli as harness_cli
     from harness.backends import InfrastructureError
+    from harness.config import RunConfig
+    from harness.errors import ConfigError
     from harness.results import ResultsError
-    from harness.runner import ConfigError, RunConfig
     from servers.engine.errors import EngineError
     from servers.http_options import http_settings
     from servers.http_server import BindError, bind_socket, uvicorn_server
@@ -90,17 +91,17 @@ def serve(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
     if user not in ("llm", "scripted"):
-        harness_cli._fail(f"unknown user '{user}' for serve (use llm or scripted)")
+        fail(f"unknown user '{user}' for serve (use llm or scripted)")
     config = RunConfig(
         domain=domain,
         agent="mcp",
         user=user,
         user_llm=user_llm,
-        user_llm_args=harness_cli._json_arg("--user-llm-args", user_llm_args),
+        user_llm_args=json_arg("--user-llm-args", user_llm_args),
         seed=seed,
         max_steps=max_steps,
         max_errors=max_errors,
-        judge=harness_cli._judge(judge_llm or DEFAULT_LLM, judge_llm_args),
+        judge=judge_option(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
     )
     try:
@@ -116,7 +117,7 @@ def serve(
             max_connections,
         )
     except ValueError as exc:
-        harness_cli._fail(str(exc))
+        fail(str(exc))
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
@@ -124,10 +125,10 @@ def serve(
         from harness.serve.app import create_serve_app
         from harness.serve.host import make_hub
 
-        loaded = harness_cli._load_domain(domain, data_dir)
+        loaded = load_domain(domain, data_dir)
         sock = bind_socket(host, port, policy.backlog)
         try:
-            backend = await harness_cli._backend(loaded, server, server_token)
+            backend = await open_backend(loaded, server, server_token)
         except BaseException:
             sock.close()
             raise
@@ -161,8 +162,8 @@ def serve(
         with results_lock(save_to):  # one writer per results file, as for `run`
             asyncio.run(main())
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
-        harness_cli._fail(str(exc))
+        fail(str(exc))
     except BindError as exc:
-        harness_cli._fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        harness_cli._fail(f"cannot serve on {host}:{port} ({exc.strerror or exc})")
+        fail(f"cannot serve on {host}:{port} ({exc.strerror or exc})")

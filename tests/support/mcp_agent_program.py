@@ -5,7 +5,7 @@ It greets, performs the agent's gold actions, asks the customer to do theirs, pa
 information the task wants communicated, says it is done, and stops once the customer ends the
 conversation. `skip_actions` leaves the actions out (a negative control).
 
-As a program (`python tests/mcp_agent_program.py`) it is what `tau-harness run --agent cmd`
+As a program (`python tests/support/mcp_agent_program.py`) it is what `tau-harness run --agent cmd`
 starts: it reads the endpoint from $TAU_MCP_URL / $TAU_MCP_TOKEN and the task from $TAU_DOMAIN /
 $TAU_TASK_ID (data from $TAU2_DATA_DIR), and plays with the official `mcp` SDK client.
 """
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from conversation.plan import describe, gold_actions  # noqa: E402
 from harness.orchestrator import GREETING  # noqa: E402

@@ -1,0 +1,11 @@
+"""Scoring a finished simulation the way the reference does: the grader, the NL judge, the
+trajectory checks and the gold state.
+
+A peer below the server and the harness: it imports the engine and the conversation primitives
+only, so the server (its Eval Protocol grade) and the harness (runs, re-grades) share one grader.
+"""
+
+from grading.grader import Grader
+from grading.judge import Judge
+
+__all__ = ["Grader", "Judge"]

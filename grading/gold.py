@@ -1,0 +1,29 @@
+"""The gold state of a task: where its databases should end up, computed one way for every
+grader (the harness's runs and re-grades, the server's Eval Protocol grade, the benchmarks)."""
+
+from __future__ import annotations
+
+import uuid
+
+from servers.engine.domain import Domain
+from servers.engine.episode import Episode
+from servers.engine.tasks import Task
+
+
+def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
+    """The gold DB hashes as the reference's grader computes them: the task's initial state,
+    then each gold action applied straight to its side's tools. A failing action is skipped
+    with whatever it changed kept, and no domain sync runs after the actions (the reference
+    syncs only while setting up the initial state), so in telecom the phone's surroundings are
+    not refreshed from the carrier's records after the gold actions."""
+    episode = Episode(domain, f"gold-{uuid.uuid4().hex}", task)
+    actions = (task.evaluation_criteria.actions if task.evaluation_criteria else None) or []
+    for action in actions:
+        toolkit = episode.toolkit("user" if action.requestor == "user" else "agent")
+        try:
+            if toolkit is None or not toolkit.has_tool(action.name):
+                raise ValueError(f"Tool '{action.name}' not found.")
+            getattr(toolkit, action.name)(**(action.arguments or {}))
+        except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
+            continue
+    return episode.hashes()

@@ -1,0 +1,69 @@
+"""What every `tau-harness` command shares: its console, failing with one sentence, reading
+JSON options, and the set-up of domain, backend and judge (`harness.wiring`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from conversation.llm import DEFAULT_LLM
+from grading import Judge
+from harness.wiring import build_judge, load_domain, open_backend
+
+__all__ = [
+    "JUDGE_HELP",
+    "console",
+    "fail",
+    "json_arg",
+    "judge_option",
+    "llm_args_option",
+    "load_domain",
+    "open_backend",
+    "split_ids",
+]
+
+console = Console()
+
+JUDGE_HELP = (
+    "Model judging NL assertions; 'none' skips them (default: the reference texts' judge "
+    f"model, else {DEFAULT_LLM})."
+)
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with `error: MESSAGE` on stderr and exit code 1."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def json_arg(name: str, raw: str | None) -> dict[str, Any]:
+    """A JSON-object option (`{}` when not given); anything else fails with one sentence."""
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        fail(f"{name} is not valid JSON ({exc.msg} at position {exc.pos})")
+    if not isinstance(value, dict):
+        fail(f"{name} must be a JSON object")
+    return value
+
+
+def llm_args_option(name: str, raw: str | None) -> dict[str, Any] | None:
+    """Model arguments: None when not given (the defaults apply); given ones replace them."""
+    return None if raw is None else json_arg(name, raw)
+
+
+def judge_option(model: str | None, raw_args: str | None) -> Judge | None:
+    """`--judge-llm` / `--judge-llm-args`: None when judging is switched off."""
+    return build_judge(model, json_arg("--judge-llm-args", raw_args))
+
+
+def split_ids(values: list[str] | None) -> list[str] | None:
+    """Ids given space- or comma-separated, or by repeating the option."""
+    if not values:
+        return None
+    return [part for value in values for part in value.replace(",", " ").split() if part]

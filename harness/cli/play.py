@@ -1,0 +1,69 @@
+"""`tau-harness play`: a person plays one side of a task in the terminal."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from conversation.llm import DEFAULT_LLM
+from harness.backends import InfrastructureError
+from harness.cli.common import console, fail, json_arg, load_domain, open_backend
+from harness.errors import ConfigError
+from harness.report import print_grade
+from harness.results import ResultsError
+from servers.engine.errors import EngineError
+
+
+def play(
+    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    task_id: str = typer.Option(..., "--task-id", help="The task to play."),
+    side: str = typer.Option("agent", "--as", help="Your side: agent or user."),
+    agent: str = typer.Option("llm", help="When you play the user: the llm or oracle agent."),
+    agent_llm: str = typer.Option(DEFAULT_LLM, "--agent-llm"),
+    agent_llm_args: str = typer.Option(None, "--agent-llm-args"),
+    user: str = typer.Option("llm", help="When you play the agent: the llm or scripted user."),
+    user_llm: str = typer.Option(DEFAULT_LLM, "--user-llm"),
+    user_llm_args: str = typer.Option(None, "--user-llm-args"),
+    save_to: Path = typer.Option(None, "--save-to", help="Also save the graded simulation."),
+    server: str = typer.Option(
+        None, "--server", help="URL of a running tau-server (default: in-process)."
+    ),
+    server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
+) -> None:
+    """Play one side of a task yourself, in the terminal, against the simulated other side;
+    the episode runs over MCP and is graded at the end like any simulation."""
+    from harness.play.game import PlaySettings
+    from harness.play.game import play as play_game
+
+    other = user if side == "agent" else agent
+    settings = PlaySettings(
+        task_id=task_id,
+        side=side,
+        other=other,
+        other_llm=user_llm if side == "agent" else agent_llm,
+        other_llm_args=json_arg(
+            "--user-llm-args" if side == "agent" else "--agent-llm-args",
+            user_llm_args if side == "agent" else agent_llm_args,
+        ),
+        save_to=save_to,
+    )
+
+    async def go(loaded) -> dict[str, Any]:
+        backend = await open_backend(loaded, server, server_token)
+        try:
+            return await play_game(backend, loaded, settings, console)
+        finally:
+            await backend.close()
+
+    try:
+        loaded = load_domain(domain, data_dir)
+        sim = asyncio.run(go(loaded))
+    except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        fail(str(exc))
+    print_grade(console, sim)
+    if save_to:
+        console.print(f"saved to {save_to}")

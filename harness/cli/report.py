@@ -1,0 +1,30 @@
+"""`tau-harness report`: an offline report of one or more runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness.cli.common import console, fail
+from harness.results import ResultsError
+
+
+def report(
+    files: list[Path] = typer.Argument(..., help="One or more results files (runs to compare)."),
+    output: Path = typer.Option(
+        None, "-o", "--output", help="Where to write (default: report.html; md/json: stdout)."
+    ),
+    fmt: str = typer.Option("html", "--format", help="html, md or json."),
+) -> None:
+    """Write a report: pass^k with 95% intervals, costs, a task x trial grid with every
+    conversation, and paired tests between runs over the same tasks."""
+    from harness.report.build import ReportError, write_report
+
+    try:
+        written = write_report(files, fmt, output)
+    except (ReportError, ResultsError) as exc:
+        fail(str(exc))
+    if written is None:
+        return
+    console.print(f"report written to {written}")

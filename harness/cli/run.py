@@ -1,0 +1,394 @@
+"""`tau-harness run`: run simulations, grade them and save the results.
+
+The batch (`harness.runner.Runner`) runs on one executor: this process (the default), local
+worker processes (`--workers`), Ray actors (`--ray`), or an agent program per simulation
+(`--agent cmd`, `harness.serve.command`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from conversation.llm import set_request_gate
+from harness.backends import EpisodeBackend, InfrastructureError
+from harness.cli.common import (
+    JUDGE_HELP,
+    console,
+    fail,
+    judge_option,
+    llm_args_option,
+    load_domain,
+    open_backend,
+    split_ids,
+)
+from harness.config import DEFAULT_SEED, RunConfig, select_tasks
+from harness.distributed.limits import parse_provider_limits
+from harness.errors import ConfigError
+from harness.metrics import INFRA, is_success
+from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from harness.preflight import check_models, first_request_check, models_called
+from harness.prompt_sets import help_defaults
+from harness.report import print_summary
+from harness.results import ResultsError
+from harness.run_outcome import (
+    INTERRUPTED_EXIT,
+    infra_failure_message,
+    interrupted_message,
+    progress_rate,
+)
+from harness.runner import Runner, SimulationExecutor
+from harness.simulate import SimulationRunner
+from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
+
+#: Extra arguments are `--task-ids a b c` as the reference's CLI takes them.
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": False}
+TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
+_DEFAULTS = help_defaults()
+_FROM = (
+    "from the data folder's reference texts"
+    if _DEFAULTS.source != "tau-mcp"
+    else "tau-mcp's own; reference texts in the data folder set the reference's"
+)
+
+
+def run(
+    ctx: typer.Context,
+    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    agent: str = typer.Option(
+        "llm",
+        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
+    ),
+    agent_cmd: str = typer.Option(
+        None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
+    ),
+    timeout: float = typer.Option(
+        None, "--timeout", help="With --agent cmd: seconds a program may take per simulation."
+    ),
+    agent_llm: str = typer.Option(
+        None,
+        "--agent-llm",
+        help=f"litellm model name for the agent (default: {_DEFAULTS.agent_llm}, {_FROM}).",
+    ),
+    agent_llm_args: str = typer.Option(
+        None,
+        "--agent-llm-args",
+        help="JSON object; replaces (does not merge into) the default "
+        f"{json.dumps(_DEFAULTS.agent_llm_args)}, {_FROM}.",
+    ),
+    user: str = typer.Option("llm", help="llm, scripted or dummy (solo runs)."),
+    user_llm: str = typer.Option(
+        None,
+        "--user-llm",
+        help=f"litellm model for the user simulator (default: {_DEFAULTS.user_llm}, {_FROM}).",
+    ),
+    user_llm_args: str = typer.Option(
+        None,
+        "--user-llm-args",
+        help="JSON object; replaces (does not merge into) the default "
+        f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
+    ),
+    task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_ids: list[str] = typer.Option(
+        None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
+    ),
+    num_tasks: int = typer.Option(None, "--num-tasks", min=1, help="Run only the first N tasks."),
+    num_trials: int = typer.Option(1, "--num-trials", min=1),
+    max_concurrency: int = typer.Option(3, "--max-concurrency", min=1),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed"),
+    max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1),
+    max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
+    max_retries: int = typer.Option(
+        3, "--max-retries", min=0, help="Retries of infrastructure failures."
+    ),
+    judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
+    judge_llm_args: str = typer.Option(
+        None, "--judge-llm-args", help="JSON arguments laid over the judge's default ones."
+    ),
+    enforce_protocol: bool = typer.Option(
+        False,
+        "--enforce-communication-protocol",
+        help="End with agent_error/user_error when a message mixes text and tool calls.",
+    ),
+    server: str = typer.Option(
+        None, "--server", help="URL of a running tau-server (default: in-process)."
+    ),
+    server_token: str = typer.Option(
+        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token."
+    ),
+    save_to: Path = typer.Option(
+        None,
+        "--save-to",
+        help="Results file; rerunning with it resumes (default: a new file under ./results/).",
+    ),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        help="Run the simulations on Ray: ADDRESS as Ray takes it (auto, ray://host:port); "
+        "--ray alone starts a local instance. Needs the ray extra.",
+    ),
+    workers: str = typer.Option(
+        None,
+        "--workers",
+        metavar="N",
+        help="Worker processes running the simulations; 0 or auto: one per CPU (default 1: all "
+        "in this process, which stays the only writer of the results file; --max-concurrency "
+        "is the total over workers). With --ray: the number of Ray actors (default one per CPU "
+        "of the cluster).",
+    ),
+    provider_limit: str = typer.Option(
+        None,
+        "--provider-limit",
+        help="Requests in flight per litellm provider, over all workers: openai=40,anthropic=20.",
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Run simulations, grade them and save the results."""
+    if ctx.args:
+        # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
+        # here. Anything else left over is a mistake worth one clear sentence.
+        if not task_ids:
+            fail(f"unexpected arguments: {' '.join(ctx.args)}")
+            return
+        task_ids = [*task_ids, *ctx.args]
+    if save_to is None:
+        save_to = _default_results_path(domain, agent, user)
+    config = RunConfig(
+        domain=domain,
+        agent=agent,
+        agent_llm=agent_llm,
+        agent_llm_args=llm_args_option("--agent-llm-args", agent_llm_args),
+        user=user,
+        user_llm=user_llm,
+        user_llm_args=llm_args_option("--user-llm-args", user_llm_args),
+        task_split=task_split,
+        task_ids=split_ids(task_ids),
+        num_tasks=num_tasks,
+        num_trials=num_trials,
+        max_concurrency=max_concurrency,
+        seed=seed,
+        max_steps=max_steps,
+        max_errors=max_errors,
+        max_retries=max_retries,
+        enforce_protocol=enforce_protocol,
+        judge=judge_option(judge_llm, judge_llm_args),
+        save_to=save_to,
+    )
+    try:
+        limits = parse_provider_limits(provider_limit)
+        count = _worker_count(workers)
+        loaded = load_domain(domain, data_dir)
+        if ray is None and count is not None and count != 1:
+            simulations = _run_with_workers(
+                config, loaded, count, server, server_token, limits, agent_cmd, timeout
+            )
+        else:
+            ray_workers = count or None  # Ray's default (0, auto): one per CPU of the cluster
+            simulations = asyncio.run(
+                _run(
+                    config,
+                    loaded,
+                    server,
+                    server_token,
+                    ray,
+                    limits,
+                    agent_cmd,
+                    timeout,
+                    ray_workers,
+                )
+            )
+    except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(interrupted_message(config.save_to), err=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    failure = infra_failure_message(simulations, config.save_to)
+    if failure:
+        fail(failure)
+
+
+def _default_results_path(domain: str, agent: str, user: str) -> Path:
+    """results/<time>_<domain>_<agent>_<user>.json, safe as a file name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}_{domain}_{agent}_{user}".replace(":", "-").replace("/", "-")
+    return Path("results") / f"{name}.json"
+
+
+def simulations_for(
+    backend: EpisodeBackend,
+    domain: Domain,
+    config: RunConfig,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
+) -> SimulationRunner:
+    """The run's one-simulation piece; with `--agent cmd` the agent's seat is the hosted MCP
+    endpoint a program plays (`harness.serve`, loaded only then)."""
+    if config.agent == "cmd":
+        if not agent_cmd or not agent_cmd.strip():
+            raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
+        from harness.serve.channel import OutsideAgent
+
+        return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
+    if agent_cmd:
+        raise ConfigError("--agent-cmd goes with --agent cmd")
+    if timeout is not None:
+        raise ConfigError("--timeout applies to --agent cmd runs only")
+    return SimulationRunner(backend, domain, config)
+
+
+async def _run(
+    config: RunConfig,
+    domain: Domain,
+    server: str | None,
+    token: str | None,
+    ray_address: str | None = None,
+    provider_limits: dict[str, int] | None = None,
+    agent_cmd: str | None = None,
+    timeout: float | None = None,
+    ray_workers: int | None = None,
+) -> list[dict[str, Any]]:
+    backend = await open_backend(domain, server, token)
+    pool = None
+    try:
+        simulations = simulations_for(backend, domain, config, agent_cmd, timeout)
+        tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
+        # so does a missing API key (for the models as resolved: defaults filled in). When the
+        # agent or user calls a model, every simulation starts with a model request: the check
+        # waits for the first one, so start-up does not import litellm. Otherwise (only the
+        # judge, late in a simulation; or Ray workers calling the models) it runs now.
+        uses = models_called(simulations.config, tasks, simulations.grader.judge)
+        check_now = ray_address is not None or not any(u.role in TURN_ROLES for u in uses)
+        if check_now:
+            check_models(uses)
+        executor: SimulationExecutor | None = None
+        if config.agent == "cmd":
+            if ray_address is not None:
+                raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
+            from harness.serve.command import CommandExecutor
+
+            executor = CommandExecutor(simulations, agent_cmd or "", timeout)
+        if ray_address is not None:
+            from harness.distributed.ray_pool import RayPool
+
+            executor = pool = RayPool(
+                simulations,
+                address=ray_address,
+                server=server,
+                token=token,
+                provider_limits=provider_limits,
+                workers=ray_workers,
+            )
+        else:
+            limits = None
+            if provider_limits:
+                from harness.distributed.limits import LocalProviderLimits
+
+                limits = LocalProviderLimits(provider_limits).gate
+            set_request_gate(first_request_check([] if check_now else uses, limits))
+        return await _drive(Runner(simulations, executor), domain, config)
+    finally:
+        if pool is not None:
+            pool.close()
+        set_request_gate(None)
+        await backend.close()
+
+
+def _worker_count(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    from harness.distributed.process_pool import parse_workers
+
+    return parse_workers(raw)
+
+
+def _run_with_workers(
+    config: RunConfig,
+    domain: Domain,
+    count: int,
+    server: str | None,
+    token: str | None,
+    provider_limits: dict[str, int],
+    agent_cmd: str | None,
+    timeout: float | None,
+) -> list[dict[str, Any]]:
+    """`--workers N`: everything is checked here, the workers are forked before the event loop
+    starts (they inherit the loaded domain and imported modules), then the loop drives the run."""
+    from harness.distributed.process_pool import NoBackend, ProcessPool, cpu_count, preload
+
+    if config.agent == "cmd":
+        raise ConfigError(
+            "--workers cannot run --agent cmd (it hosts an MCP server of its own for each "
+            "simulation); leave --workers out"
+        )
+    simulations = simulations_for(NoBackend(), domain, config, agent_cmd, timeout)  # type: ignore[arg-type]
+    tasks = select_tasks(domain, config)
+    count = min(count or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials)
+    if count <= 1:  # nothing to share out: the usual single-process run
+        return asyncio.run(
+            _run(config, domain, server, token, None, provider_limits, agent_cmd, timeout)
+        )
+    # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
+    # no worker imports it again, and a missing key is one sentence with no results file.
+    check_models(models_called(simulations.config, tasks, simulations.grader.judge))
+    preload(domain)
+    pool = ProcessPool(
+        simulations, count, server=server, token=token, provider_limits=provider_limits
+    )
+    try:
+        return asyncio.run(_drive(Runner(simulations, pool), domain, config))
+    finally:
+        pool.close()
+
+
+async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict[str, Any]]:
+    """Run every simulation with the progress bar, then print the summary."""
+    passed = finished = infra = 0
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pass {task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
+        bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
+
+        def on_done(sim: dict[str, Any]) -> None:
+            nonlocal passed, finished, infra
+            if sim.get("termination_reason") != INFRA:
+                finished += 1
+                passed += is_success((sim.get("reward_info") or {}).get("reward"))
+            else:
+                infra += 1
+            progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
+
+        try:
+            results = await runner.run(
+                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
+            )
+        except ConfigError:
+            # The run stops before it did anything (say, a missing key found as the first
+            # model request went out): the error alone, no empty bar.
+            progress.update(bar, visible=False)
+            raise
+    print_summary(
+        console,
+        results.simulations,
+        f"{domain.name}: {config.agent} agent, {config.user} user",
+        info=results.header["info"],
+        label=str(config.save_to or "run"),
+    )
+    if config.save_to:
+        console.print(f"results saved to {config.save_to}")
+    return results.simulations

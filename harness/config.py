@@ -1,0 +1,75 @@
+"""What a run is asked to do (`RunConfig`), and the choices that follow from it alone: which
+tasks it covers and the seed each trial gets."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from grading import Judge
+from harness.errors import ConfigError
+from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
+from servers.engine.tasks import Task
+
+DEFAULT_SEED = 300
+
+
+@dataclass
+class RunConfig:
+    domain: str
+    agent: str = "llm"
+    agent_llm: str | None = None
+    #: None: the prompt set's defaults; a dict replaces them (see harness.prompt_sets).
+    agent_llm_args: dict[str, Any] | None = None
+    user: str = "llm"
+    user_llm: str | None = None
+    user_llm_args: dict[str, Any] | None = None
+    task_split: str | None = "base"
+    task_ids: list[str] | None = None
+    num_tasks: int | None = None
+    num_trials: int = 1
+    max_concurrency: int = 3
+    seed: int = DEFAULT_SEED
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_errors: int = DEFAULT_MAX_ERRORS
+    max_retries: int = 3
+    enforce_protocol: bool = False
+    retry_delay: float = 1.0
+    judge: Judge | None = None
+    save_to: Path | None = None
+
+
+def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
+    try:
+        ids = domain.task_ids(config.task_split)
+    except EngineError as exc:
+        raise ConfigError(str(exc)) from None
+    if config.task_ids:
+        unknown = [t for t in config.task_ids if t not in domain.tasks]
+        if unknown:
+            raise ConfigError(f"unknown task id(s) in domain '{domain.name}': {', '.join(unknown)}")
+        ids = [t for t in config.task_ids]
+    if config.num_tasks is not None:
+        ids = ids[: config.num_tasks]
+    return [domain.task(t) for t in ids]
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randint(0, 1_000_000) for _ in range(trials)]
+
+
+@lru_cache(maxsize=4096)
+def trial_seed(seed: int, trial: int) -> int:
+    """The seed `tau-harness run` gives this trial (`trial_seeds(seed, trial + 1)[trial]`),
+    drawn without building the list of earlier trials' seeds: O(trial) time, O(1) memory, for
+    the callers that ask for one trial at a time (served simulations, Inspect epochs)."""
+    draw = random.Random(seed).randint
+    for _ in range(trial):
+        draw(0, 1_000_000)
+    return draw(0, 1_000_000)

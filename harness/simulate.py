@@ -1,0 +1,340 @@
+"""One simulation: an episode on the backend, the agent and the user built by their factories,
+the orchestrator running the conversation, the grader scoring it, and its record.
+
+`SimulationRunner` is the piece every way of running simulations shares: `tau-harness run` (in
+this process, in worker processes, on Ray actors), `tau-harness serve`, `play`, and the
+Gymnasium, verifiers and Inspect integrations. Who sits in each seat is a factory passed in (a
+class taking an `AgentContext` or a `UserContext`; by default the classes the config names), and
+`on_orchestrator` sees each conversation as it starts. Running it here is the local executor
+(see `harness.runner.SimulationExecutor`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from conversation.messages import dump_message, history_messages, now
+from conversation.reference_prompts import compose_policy, user_guidelines_path
+from conversation.reference_texts import reference_texts
+from grading import Grader
+from harness.agents import Agent, AgentContext, OracleAgent, agent_class
+from harness.agents.stop_tool import solo_stop_tool
+from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.config import RunConfig
+from harness.errors import ConfigError
+from harness.metrics import INFRA
+from harness.orchestrator import GREETING, Limits, Orchestrator
+from harness.prompt_sets import (
+    first_agent_message,
+    prompt_set_info,
+    user_tools_for,
+    with_llm_defaults,
+)
+from servers.engine.data import user_guidelines
+from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
+from servers.engine.tasks import Task
+from simulator.base import UserContext, UserSimulator
+from simulator.registry import user_class
+
+AgentFactory = type[Agent]
+UserFactory = type[UserSimulator]
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def infrastructure_record(
+    task_id: str, trial: int, seed: int, error: str, attempts: int
+) -> dict[str, Any]:
+    """The record of a simulation that failed for infrastructure reasons after every retry;
+    it is never scored, and a resumed run tries it again."""
+    stamp = now()
+    return {
+        "id": str(uuid.uuid4()),
+        "task_id": task_id,
+        "timestamp": stamp,
+        "start_time": stamp,
+        "end_time": stamp,
+        "duration": 0.0,
+        "termination_reason": INFRA,
+        "agent_cost": None,
+        "user_cost": None,
+        "reward_info": None,
+        "messages": [],
+        "trial": trial,
+        "seed": seed,
+        "mode": "half_duplex",
+        "info": {"error": error, "attempts": attempts},
+    }
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[dict[str, Any]]],
+    config: RunConfig,
+    task: Task,
+    trial: int,
+    seed: int,
+) -> dict[str, Any]:
+    """One simulation's attempts under the run's retry rule: configuration and engine errors
+    stop the run, anything else is retried (`max_retries`, `retry_delay`) and, once retries run
+    out, recorded as an infrastructure error."""
+    last_error = ""
+    for number in range(config.max_retries + 1):
+        if number:
+            await asyncio.sleep(config.retry_delay)
+        try:
+            sim = await attempt()
+            sim["info"]["attempts"] = number + 1
+            return sim
+        except (ConfigError, EngineError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
+            last_error = f"{type(exc).__name__}: {exc}"
+    return infrastructure_record(task.id, trial, seed, last_error, config.max_retries + 1)
+
+
+class SimulationRunner:
+    """Runs, grades and cleans up one simulation at a time (any number concurrently)."""
+
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        domain: Domain,
+        config: RunConfig,
+        *,
+        agent_factory: AgentFactory | None = None,
+        user_factory: UserFactory | None = None,
+        grader: Grader | None = None,
+        on_orchestrator: Callable[[Orchestrator], None] | None = None,
+    ) -> None:
+        """`agent_factory`/`user_factory` seat someone other than the classes the config names
+        (an outside policy, an MCP client, a person); `grader` shares one grader (and its gold
+        states) between runners of the same run; `on_orchestrator` sees each conversation
+        before it starts (a live view of its trajectory)."""
+        self.texts = reference_texts(domain.data_dir)
+        config = with_llm_defaults(config, self.texts)
+        self.backend, self.domain, self.config = backend, domain, config
+        self.agent_factory: AgentFactory = agent_factory or agent_class(config.agent)
+        self.user_factory: UserFactory = user_factory or user_class(config.user)
+        self.on_orchestrator = on_orchestrator
+        self.solo = self.agent_factory.solo or config.user == "dummy"
+        if self.solo and config.user != "dummy":
+            raise ConfigError(f"the {config.agent} agent works alone; use --user dummy")
+        works_alone = self.agent_factory.solo or issubclass(self.agent_factory, OracleAgent)
+        if config.user == "dummy" and not works_alone:
+            raise ConfigError(
+                "the dummy user only works with a solo agent (--agent solo or oracle)"
+            )
+        if config.agent in ("llm", "solo") and not config.agent_llm:
+            raise ConfigError(f"the {config.agent} agent needs a model: pass --agent-llm")
+        if config.user == "llm" and not config.user_llm:
+            raise ConfigError("the llm user needs a model: pass --user-llm")
+        self.grader = grader if grader is not None else Grader(backend, domain, config.judge)
+        self.has_user_tools = domain.spec.user_tools is not None
+        self.policy = domain.policy(solo=self.solo)
+        if self.texts is not None:
+            self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
+        self._guidelines: str | None = None
+
+    # --- what a results file says about the run ---------------------------------------------
+    def info(self) -> dict[str, Any]:
+        c = self.config
+        return {
+            "git_commit": _git_commit(),
+            "num_trials": c.num_trials,
+            "max_steps": c.max_steps,
+            "max_errors": c.max_errors,
+            "user_info": {
+                "implementation": c.user,
+                "llm": c.user_llm,
+                "llm_args": c.user_llm_args or None,
+                "global_simulation_guidelines": self._guidelines,
+            },
+            "agent_info": {
+                "implementation": c.agent,
+                "llm": c.agent_llm,
+                "llm_args": c.agent_llm_args or None,
+            },
+            "environment_info": {
+                "domain_name": self.domain.name,
+                "policy": self.policy,
+                "tool_defs": None,
+            },
+            "seed": c.seed,
+            "judge_llm": self.grader.judge.model if self.grader.judge else None,
+            "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
+            "enforce_communication_protocol": c.enforce_protocol,
+            "prompt_set": prompt_set_info(self.texts),
+        }
+
+    def user_guidelines(self) -> str | None:
+        if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
+            path = user_guidelines_path(self.texts, self.has_user_tools)
+            self._guidelines = self.texts.data_file(path)
+        if self._guidelines is None and self.config.user == "llm":
+            try:
+                self._guidelines = user_guidelines(self.domain.data_dir, self.has_user_tools)
+            except EngineError as exc:
+                if not self.has_user_tools:
+                    raise ConfigError(str(exc)) from None
+                # A data folder without the tools variant still has the plain guidelines.
+                try:
+                    self._guidelines = user_guidelines(self.domain.data_dir, False)
+                except EngineError:
+                    raise ConfigError(str(exc)) from None
+        return self._guidelines
+
+    def infrastructure_record(
+        self, task_id: str, trial: int, seed: int, error: str
+    ) -> dict[str, Any]:
+        return infrastructure_record(task_id, trial, seed, error, self.config.max_retries + 1)
+
+    # --- as the local executor --------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Simulations run in this process: nothing to start or stop."""
+        yield
+
+    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        """Run, grade and clean up one simulation; retry infrastructure failures."""
+        return await with_retries(
+            lambda: self.attempt(task, trial, seed), self.config, task, trial, seed
+        )
+
+    # --- one attempt ------------------------------------------------------------------------
+    async def attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+        """One try at the simulation, no retry: any failure propagates."""
+        ref = await self.backend.create_episode(self.domain.name, task.id)
+        sessions: list = []
+        try:
+            orchestrator = await self._orchestrator(task, seed, ref, sessions)
+            if self.on_orchestrator is not None:
+                self.on_orchestrator(orchestrator)
+            conversation = await orchestrator.run(history_messages(task))
+            reward_info = await self.grader.grade(
+                task, conversation.messages, conversation.termination.value, ref
+            )
+        finally:
+            for session in sessions:
+                await session.close()
+            await self._forget(ref)
+        return self._record(task, trial, seed, conversation, reward_info, ref)
+
+    async def _orchestrator(
+        self, task: Task, seed: int, ref: EpisodeRef, sessions: list
+    ) -> Orchestrator:
+        """The episode's tool sessions (appended to `sessions` for closing), the agent, the
+        user and the orchestrator that will run them."""
+        agent_session = await self.backend.open_session(ref, "agent")
+        sessions.append(agent_session)
+        user_session = None
+        if self.has_user_tools:
+            user_session = await self.backend.open_session(ref, "user")
+            sessions.append(user_session)
+        agent_tools = await agent_session.list_tools()
+        user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
+        agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
+        user = self._make_user(
+            task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
+        )
+        return Orchestrator(
+            agent,
+            user,
+            agent_session,
+            user_session,
+            limits=Limits(self.config.max_steps, self.config.max_errors),
+            solo=self.solo,
+            user_tool_names={t.name for t in user_tools},
+            agent_tool_names={t.name for t in agent_tools},
+            enforce_protocol=self.config.enforce_protocol,
+            greeting=first_agent_message(self.texts, GREETING),
+        )
+
+    async def _forget(self, ref: EpisodeRef) -> None:
+        try:
+            await self.backend.delete_episode(ref)
+        except Exception:  # noqa: BLE001 - the server evicts old episodes anyway
+            pass
+
+    def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int) -> Agent:
+        context = AgentContext(
+            task=task,
+            domain=self.domain.name,
+            policy=self.policy,
+            tools=tools,
+            llm=self.config.agent_llm,
+            llm_args=dict(self.config.agent_llm_args or {}),
+            solo=self.solo,
+            seed=seed,
+            stop_tool=solo_stop_tool(self.domain) if self.solo else None,
+            texts=self.texts,
+        )
+        try:
+            return self.agent_factory(context)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _make_user(self, task: Task, tools: list[ToolInfo], seed: int) -> UserSimulator:
+        context = UserContext(
+            task=task,
+            domain=self.domain.name,
+            guidelines=self.user_guidelines(),
+            tools=tools,
+            llm=self.config.user_llm,
+            llm_args=dict(self.config.user_llm_args or {}),
+            seed=seed,
+            texts=self.texts,
+        )
+        try:
+            return self.user_factory(context)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _record(self, task, trial, seed, conversation, reward_info, ref) -> dict[str, Any]:
+        messages = [dump_message(m) for m in conversation.messages]
+        agent_costs = [
+            m["cost"] for m in messages if m["role"] == "assistant" and m.get("cost") is not None
+        ]
+        user_costs = [
+            m["cost"] for m in messages if m["role"] == "user" and m.get("cost") is not None
+        ]
+        return {
+            "id": str(uuid.uuid4()),
+            "task_id": task.id,
+            "timestamp": conversation.end_time,
+            "start_time": conversation.start_time,
+            "end_time": conversation.end_time,
+            "duration": conversation.duration,
+            "termination_reason": conversation.termination.value,
+            "agent_cost": sum(agent_costs) if agent_costs else None,
+            "user_cost": sum(user_costs) if user_costs else None,
+            "reward_info": reward_info,
+            "messages": messages,
+            "trial": trial,
+            "seed": seed,
+            "mode": "half_duplex",
+            "info": {
+                "episode_id": ref.episode_id,
+                "steps": conversation.steps,
+                "tool_errors": conversation.tool_errors,
+                "history_length": conversation.history_length,
+            },
+        }

@@ -1,0 +1,72 @@
+"""Set-up every entry point shares, written once: loading a domain, opening the backend its
+episodes live on, and building the NL judge.
+
+The command line, `tau-harness serve`, the worker processes, the Ray actors and the Gymnasium,
+verifiers and Inspect integrations all start here, so a URL means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from grading import Judge
+from harness.backends import EpisodeBackend
+from servers.engine.domain import Domain
+
+#: What `--judge-llm` values switch the judge off.
+NO_JUDGE = frozenset({"none", "off", "no", ""})
+
+Readiness = Literal["load", "warm", "lazy"]
+
+
+def load_domain(name: str, data_dir: str | Path | None, ready: Readiness = "load") -> Domain:
+    """One domain bound to a data folder. `load` reads its databases and tasks now (bad data
+    fails at once; canonical forms wait for the first grading, so start-up reaches work
+    sooner); `warm` builds everything now (a long-lived process that grades a lot); `lazy`
+    reads nothing yet."""
+    from servers.domains.registry import load_domains
+
+    domain = load_domains([name], data_dir)[name]
+    if ready == "load":
+        domain.load()
+    elif ready == "warm":
+        domain.warm()
+    return domain
+
+
+_shared: dict[tuple[str, str], Domain] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_domain(name: str, data_dir: str | Path | None) -> Domain:
+    """A warm domain loaded once per process and shared by every environment or task that
+    asks for it (its data is read-only)."""
+    key = (name, str(data_dir or ""))
+    with _shared_lock:
+        domain = _shared.get(key)
+        if domain is None:
+            domain = _shared[key] = load_domain(name, data_dir, ready="warm")
+        return domain
+
+
+async def open_backend(
+    domain: Domain, server: str | None = None, token: str | None = None
+) -> EpisodeBackend:
+    """The backend a run's episodes live on: the running `tau-server` at the URL `server`
+    (checked to serve the domain), else the server app in this process, with no socket."""
+    from harness.backends.http import in_process_backend, remote_backend
+
+    if server:
+        return await remote_backend(server, token, domain.name)
+    return await in_process_backend({domain.name: domain}, token)
+
+
+def build_judge(model: str | None, llm_args: dict[str, Any] | None = None) -> Judge | None:
+    """The NL-assertion judge: None when `model` switches judging off ('none', 'off'...); model
+    None is the default judge model (the reference texts', else ours). `llm_args` are laid over
+    the judge's default arguments."""
+    if model is not None and model.strip().lower() in NO_JUDGE:
+        return None
+    return Judge(model, dict(llm_args or {}))

@@ -1,0 +1,67 @@
+"""Where the tests find their data, and the one `needs_data` marker.
+
+The reference data (`TAU2_DATA_DIR`, default `../shared/tau2-data`) and the recorded conformance
+fixtures (`TAU_CONFORMANCE_DIR`, default `../shared/conformance`) live outside the repository.
+Relative settings are made absolute here, once, in this process's environment too, so a
+subprocess a test starts in another directory sees the same folders. Tests that can run on the
+bundled demo data (`data/demo`, the mock domain) use `DEMO_DIR` and need neither.
+
+`@pytest.mark.needs_data(*what)` skips a test, saying why, when what it needs is absent: with no
+arguments the reference data; a domain name, that domain's data; "conformance", the conformance
+fixtures; "reference_texts", the reference texts; "manifest", the pinned data's MANIFEST.json.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_DIR = ROOT / "data" / "demo"
+
+
+def _shared(name: str) -> Path:
+    """`shared/NAME` beside the checkout, or beside its parent (a git worktree under wt/)."""
+    for parent in (ROOT.parent, ROOT.parent.parent):
+        if (parent / "shared" / name).is_dir():
+            return parent / "shared" / name
+    return ROOT.parent / "shared" / name
+
+
+def _folder(variable: str, default: Path) -> Path:
+    raw = os.environ.get(variable)
+    if not raw:
+        return default
+    folder = Path(raw).expanduser().absolute()
+    os.environ[variable] = str(folder)  # subprocesses started elsewhere see the same folder
+    return folder
+
+
+DATA_DIR = _folder("TAU2_DATA_DIR", _shared("tau2-data"))
+CONFORMANCE_DIR = _folder("TAU_CONFORMANCE_DIR", _shared("conformance"))
+TEXTS_DIR = DATA_DIR / "tau2" / "reference_texts"
+KINDS = ("conformance", "reference_texts", "manifest")
+
+
+def missing(*what: str) -> str | None:
+    """Why a test needing `what` cannot run here, or None when it can."""
+    if not (DATA_DIR / "tau2" / "domains").is_dir():
+        return f"reference data not found at {DATA_DIR} (set TAU2_DATA_DIR)"
+    for need in what:
+        if need not in KINDS:  # a domain's name
+            if importlib.util.find_spec(f"servers.domains.{need}") is None:
+                return f"the {need} engine package (servers/domains/{need}) is not there yet"
+            if not (DATA_DIR / "tau2" / "domains" / need).is_dir():
+                return f"no {need} data under {DATA_DIR}"
+        elif need == "conformance":
+            if not (CONFORMANCE_DIR / "gold").is_dir():
+                return (
+                    f"conformance fixtures not found at {CONFORMANCE_DIR} (set TAU_CONFORMANCE_DIR)"
+                )
+        elif need == "reference_texts":
+            if not TEXTS_DIR.is_dir():
+                return f"no reference texts under {TEXTS_DIR}"
+        elif not (DATA_DIR / "MANIFEST.json").is_file():  # "manifest"
+            return f"no MANIFEST.json in {DATA_DIR} (not the pinned reference data)"
+    return None
