@@ -18,16 +18,13 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from servers.engine.data import DEMO_DIR
-from tests.support.server import free_port
+from tests.support.server import spawned
 
 pytestmark = pytest.mark.e2e
 
@@ -77,40 +74,6 @@ def run_scenario(url: str, scenario: str) -> tuple[int, int, str]:
     if found is None:
         return 0, -1, text[-1500:]
     return int(found.group(1)), int(found.group(2)), text[-1500:]
-
-
-@contextmanager
-def spawned(command: list[str], health: str) -> Iterator[str]:
-    """A server process on a free loopback port (`{port}` in `command`); yields its base URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [arg.format(port=port) for arg in command],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "TAU2_DATA_DIR": str(DEMO_DIR)},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{command[:4]} exited: {proc.stderr.read().decode()[-1500:]}")
-            try:
-                if httpx.get(base + health, timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{command[:4]} did not start within 90 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 PY = sys.executable

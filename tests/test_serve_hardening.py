@@ -350,8 +350,8 @@ def _boom(simulation_id: str):
 # --- item 5: serve's connection policy --------------------------------------------------------
 @pytest.mark.e2e
 def test_serve_keeps_the_connection_policy_of_tau_server() -> None:
-    from tests.test_mcp_conformance import spawned
-    from tests.test_server_process import assert_connection_policy
+    from tests.support.connections import assert_connection_policy
+    from tests.support.server import spawned
 
     command = [sys.executable, "-c", "from harness.cli import main; main()", "serve"]
     command += ["--domain", "mock", "--user", "scripted", "--judge-llm", "none"]
