@@ -1,5 +1,6 @@
-"""Scoring a finished simulation the way the reference does: the grader, the NL judge, the
-trajectory checks and the gold state.
+"""Scoring a finished simulation the way the reference does, and explaining its failures: the
+grader, the NL judge, the trajectory checks, the gold state, the diagnosis of a failure and the
+reference's LLM review.
 
 A peer below the server and the harness: it imports the engine and the conversation primitives
 only, so the server (its Eval Protocol grade) and the harness (runs, re-grades) share one grader.

@@ -1,5 +1,6 @@
 """The gold state of a task: where its databases should end up, computed one way for every
-grader (the harness's runs and re-grades, the server's Eval Protocol grade, the benchmarks)."""
+grader (the harness's runs and re-grades, the server's Eval Protocol grade, the benchmarks) and
+for the diagnosis of a failed DB check (its snapshot)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from servers.engine.tasks import Task
 
 
 def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
-    """The gold DB hashes as the reference's grader computes them: the task's initial state,
+    """The gold DB hashes as the reference's grader computes them (see `gold_episode`)."""
+    return gold_episode(domain, task).hashes()
+
+
+def gold_episode(domain: Domain, task: Task) -> Episode:
+    """The gold state as the reference's grader builds it: the task's initial state,
     then each gold action applied straight to its side's tools. A failing action is skipped
     with whatever it changed kept, and no domain sync runs after the actions (the reference
     syncs only while setting up the initial state), so in telecom the phone's surroundings are
@@ -26,4 +32,4 @@ def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
             getattr(toolkit, action.name)(**(action.arguments or {}))
         except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
             continue
-    return episode.hashes()
+    return episode

@@ -14,8 +14,10 @@ from typing import Any, Protocol
 
 from conversation.messages import Message
 from conversation.reference_texts import reference_texts
+from grading import diagnosis
 from grading.checks import Component, check_actions, check_communication, tool_calls_of
-from grading.gold import gold_hashes_of
+from grading.db_diff import diff_states
+from grading.gold import gold_episode, gold_hashes_of
 from grading.judge import Judge
 from servers.engine.domain import Domain
 from servers.engine.tasks import Task
@@ -120,6 +122,39 @@ class Grader:
 
     # --- grading ----------------------------------------------------------------------------
     async def grade(
+        self, task: Task, messages: list[Message], termination: str, final: Any
+    ) -> dict[str, Any]:
+        """The reward_info; a failed simulation's carries its diagnosis in `info.diagnosis`."""
+        reward_info = await self._score(task, messages, termination, final)
+        if not diagnosis.passed(reward_info["reward"]):
+            reward_info["info"]["diagnosis"] = diagnosis.diagnose(
+                task,
+                messages,
+                termination,
+                reward_info,
+                self.tool_kinds,
+                await self._db_diff(task, reward_info, final),
+            )
+        return reward_info
+
+    async def _db_diff(
+        self, task: Task, reward_info: dict[str, Any], final: Any
+    ) -> tuple[list[dict[str, Any]], int] | None:
+        """Where the final state differs from the gold one, only when the DB check failed (the
+        hashes said so; the snapshots say where)."""
+        check = reward_info.get("db_check") or {}
+        read_state = getattr(self.backend, "state", None)  # a grading-only backend may lack it
+        if check.get("db_match") is not False or read_state is None:
+            return None
+        got = await read_state(final)
+        gold = gold_episode(self.domain, task)
+        view = self.domain.spec.hash_view
+        expected = gold.snapshot()
+        if view is not None:  # compare what the hash compares (telecom renames new bills)
+            got, expected = view(gold, got), view(gold, expected)
+        return diff_states(got, expected)
+
+    async def _score(
         self, task: Task, messages: list[Message], termination: str, final: Any
     ) -> dict[str, Any]:
         if termination not in GRADED_ENDINGS:

@@ -12,6 +12,7 @@ from typing import Any
 from grading import Judge
 from harness.errors import ConfigError
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from harness.review import ReviewSettings
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
@@ -42,6 +43,8 @@ class RunConfig:
     retry_delay: float = 1.0
     judge: Judge | None = None
     save_to: Path | None = None
+    #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
+    review: ReviewSettings | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:

@@ -46,9 +46,12 @@ def needs_judge(tasks: Iterable[Task]) -> bool:
     return False
 
 
-def models_called(config: Any, tasks: list[Task], judge: Any = None) -> list[ModelUse]:
+def models_called(
+    config: Any, tasks: list[Task], judge: Any = None, reviewer: Any = None
+) -> list[ModelUse]:
     """The models a run with this RunConfig will call (plug-in agents are left to themselves).
-    `judge`, when given, is the grader's judge with its model settled."""
+    `judge`, when given, is the grader's judge with its model settled; `reviewer` the run's
+    `--auto-review` reviewer."""
     uses = []
     if config.agent in AGENTS_WITH_MODEL and config.agent_llm:
         uses.append(ModelUse("agent", config.agent_llm, dict(config.agent_llm_args or {})))
@@ -57,6 +60,8 @@ def models_called(config: Any, tasks: list[Task], judge: Any = None) -> list[Mod
     judge = judge if judge is not None else config.judge
     if judge is not None and needs_judge(tasks):
         uses.append(judge_use(judge))
+    if reviewer is not None:
+        uses.append(reviewer.model_use())
     return uses
 
 

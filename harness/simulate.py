@@ -36,6 +36,7 @@ from harness.prompt_sets import (
     user_tools_for,
     with_llm_defaults,
 )
+from harness.review import Reviewer
 from servers.engine.data import user_guidelines
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
@@ -148,6 +149,7 @@ class SimulationRunner:
         if config.user == "llm" and not config.user_llm:
             raise ConfigError("the llm user needs a model: pass --user-llm")
         self.grader = grader if grader is not None else Grader(backend, domain, config.judge)
+        self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         self.has_user_tools = domain.spec.user_tools is not None
         self.policy = domain.policy(solo=self.solo)
         if self.texts is not None:
@@ -183,6 +185,11 @@ class SimulationRunner:
             "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
             "prompt_set": prompt_set_info(self.texts),
+            **(
+                {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
+                if self.reviewer
+                else {}
+            ),
         }
 
     def user_guidelines(self) -> str | None:
@@ -236,7 +243,10 @@ class SimulationRunner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
-        return self._record(task, trial, seed, conversation, reward_info, ref)
+        sim = self._record(task, trial, seed, conversation, reward_info, ref)
+        if self.reviewer is not None:  # after grading, before saving, as the reference does
+            await self.reviewer.attach(task, sim, self.policy)
+        return sim
 
     async def _orchestrator(
         self, task: Task, seed: int, ref: EpisodeRef, sessions: list

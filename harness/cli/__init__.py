@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from harness.cli import data, evaluate, export, play, report, run, serve, view
+from harness.cli import data, evaluate, export, play, report, review, run, serve, view
 
 app = typer.Typer(
     help="Run and grade tau2 simulations against tau-mcp servers.", no_args_is_help=True
@@ -45,6 +45,7 @@ app.command(context_settings=run.CONTEXT_SETTINGS)(run.run)
 app.command()(evaluate.evaluate)
 app.command()(view.view)
 app.command()(report.report)
+app.command()(review.review)
 app.command()(play.play)
 app.command()(serve.serve)
 app.add_typer(data.data_app, name="data")

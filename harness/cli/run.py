@@ -28,6 +28,7 @@ from harness.cli.common import (
     open_backend,
     split_ids,
 )
+from harness.cli.review import REVIEW_LLM_HELP
 from harness.config import DEFAULT_SEED, RunConfig, select_tasks
 from harness.distributed.limits import parse_provider_limits
 from harness.errors import ConfigError
@@ -37,6 +38,7 @@ from harness.preflight import check_models, first_request_check, models_called
 from harness.prompt_sets import help_defaults
 from harness.report import print_summary
 from harness.results import ResultsError
+from harness.review import ReviewSettings, check_mode
 from harness.run_outcome import (
     INTERRUPTED_EXIT,
     infra_failure_message,
@@ -151,6 +153,13 @@ def run(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
+    auto_review: bool = typer.Option(
+        False, "--auto-review", help="Review each simulation with an LLM as it finishes."
+    ),
+    review_mode: str = typer.Option(
+        "full", "--review-mode", help="With --auto-review: full or user."
+    ),
+    review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if ctx.args:
@@ -182,6 +191,7 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=judge_option(judge_llm, judge_llm_args),
         save_to=save_to,
+        review=_review_settings(auto_review, review_mode, review_llm),
     )
     try:
         limits = parse_provider_limits(provider_limit)
@@ -214,6 +224,17 @@ def run(
     failure = infra_failure_message(simulations, config.save_to)
     if failure:
         fail(failure)
+
+
+def _review_settings(auto: bool, mode: str, model: str | None) -> ReviewSettings | None:
+    if not auto:
+        if model is not None or mode != "full":
+            fail("--review-mode and --review-llm go with --auto-review")
+        return None
+    try:
+        return ReviewSettings(check_mode(mode), model)
+    except ConfigError as exc:
+        fail(str(exc))
 
 
 def _default_results_path(domain: str, agent: str, user: str) -> Path:
@@ -265,7 +286,9 @@ async def _run(
         # agent or user calls a model, every simulation starts with a model request: the check
         # waits for the first one, so start-up does not import litellm. Otherwise (only the
         # judge, late in a simulation; or Ray workers calling the models) it runs now.
-        uses = models_called(simulations.config, tasks, simulations.grader.judge)
+        uses = models_called(
+            simulations.config, tasks, simulations.grader.judge, simulations.reviewer
+        )
         check_now = ray_address is not None or not any(u.role in TURN_ROLES for u in uses)
         if check_now:
             check_models(uses)
@@ -338,7 +361,9 @@ def _run_with_workers(
         )
     # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
     # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(models_called(simulations.config, tasks, simulations.grader.judge))
+    check_models(
+        models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
+    )
     preload(domain)
     pool = ProcessPool(
         simulations, count, server=server, token=token, provider_limits=provider_limits

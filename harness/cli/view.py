@@ -22,8 +22,12 @@ def view(
     only_failed: bool = typer.Option(
         False, "--only-failed", help="Only simulations that did not pass (failed or errored)."
     ),
+    why: bool = typer.Option(
+        False, "--why", help="Print why each simulation failed (its diagnosis and any review)."
+    ),
 ) -> None:
     """Show results files: summary, per-task pass rates and simulations, or conversations."""
+    from harness.report.console import print_diagnosis, print_review
     from harness.report.summary import PASS, outcome
 
     loaded: list[tuple[Path, dict[str, Any]]] = []
@@ -39,7 +43,24 @@ def view(
         if not found:
             fail(f"no {'failed ' if only_failed else ''}simulation '{sim}' in the given files")
         for one in found:
-            print_conversation(console, one)
+            if why:
+                if not print_diagnosis(console, one):
+                    console.print(f"simulation {one.get('id')} passed: nothing to diagnose")
+                print_review(console, one)
+            else:
+                print_conversation(console, one)
+        return
+    if why:
+        failed = [s for _, d in loaded for s in d["simulations"] if outcome(s) != PASS]
+        for one in failed:
+            if not print_diagnosis(console, one):
+                console.print(
+                    f"simulation {one.get('id')} (task {one.get('task_id')}) failed before "
+                    "tau-mcp diagnosed failures; re-grade it with tau-harness evaluate"
+                )
+            print_review(console, one)
+        if not failed:
+            console.print("no failed simulations")
         return
     for file, document in loaded:
         sims = document["simulations"]

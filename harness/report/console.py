@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grading.diagnosis import diagnosis_of
 from harness.metrics import INFRA
-from harness.report.markdown import LEADERBOARD_HEADER, leaderboard_rows
+from harness.report.markdown import LEADERBOARD_HEADER, SIDE_NAMES, leaderboard_rows
 from harness.report.summary import ERROR, FAIL, PASS, outcome, run_summary, task_grid
 
 
@@ -48,6 +49,13 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
             f"{_money(cost['total'])}, {_money(cost['per_simulation'])}",
             "",
         )
+    review = run["cost"].get("review") or {}
+    if review.get("total") is not None:
+        table.add_row(
+            "LLM review cost, apart (total, per simulation)",
+            f"{_money(review['total'])}, {_money(review['per_simulation'])}",
+            "",
+        )
     tokens = run["tokens"]
     table.add_row(
         "tokens (prompt / completion)", f"{tokens['prompt']} / {tokens['completion']}", ""
@@ -56,6 +64,41 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
     table.add_row("duration / simulation", "n/a" if duration is None else f"{duration:.2f}s", "")
     endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items())
     table.add_row("endings", endings or "-", "")
+    if run.get("noise"):
+        table.add_row(
+            "smallest pass^1 difference beyond noise (95%)",
+            f"{run['noise']['detectable_difference'] * 100:.1f} points",
+            "",
+        )
+    return table
+
+
+def failures_table(run: dict[str, Any]) -> Table | None:
+    """Failed simulations by diagnosis category and by side; None when none failed."""
+    f = run["failures"]
+    if not f["failed"]:
+        return None
+    table = Table(title="Failures (why: tau-harness view FILE --why)", header_style="bold")
+    table.add_column("category")
+    for name in SIDE_NAMES.values():
+        table.add_column(name, justify="right")
+    table.add_column("total", justify="right")
+    for category, parts in f["by_category_and_side"].items():
+        table.add_row(
+            category,
+            *(str(parts[side]) for side in SIDE_NAMES),
+            str(f["by_category"][category]),
+        )
+    if f["undiagnosed"]:
+        table.add_row(
+            "undiagnosed (re-grade: tau-harness evaluate)", "", "", "", str(f["undiagnosed"])
+        )
+    table.add_row(
+        "by side",
+        *(str(f["by_side"][side]) for side in SIDE_NAMES),
+        str(f["failed"] - f["undiagnosed"]),
+        style="bold",
+    )
     return table
 
 
@@ -82,6 +125,9 @@ def print_summary(
     console.print(summary_table(run, title))
     if run["simulations"]:
         console.print(leaderboard_table([run]))
+    failures = failures_table(run)
+    if failures is not None:
+        console.print(failures)
     causes = infrastructure_causes(simulations)
     if causes:
         console.print(
@@ -110,16 +156,18 @@ def simulations_table(simulations: list[dict[str, Any]]) -> Table:
     table = Table(title="Simulations", header_style="bold")
     table.add_column("id", overflow="fold")
     table.add_column("task", overflow="fold")
-    for column in ("trial", "reward", "ending"):
+    for column in ("trial", "reward", "ending", "why"):
         table.add_column(column)
     for sim in simulations:
         reward = (sim.get("reward_info") or {}).get("reward")
+        found = diagnosis_of(sim)
         table.add_row(
             str(sim.get("id")),
             str(sim.get("task_id")),
             str(sim.get("trial")),
             "-" if reward is None else f"{reward:.2f}",
             str(sim.get("termination_reason")),
+            "" if found is None else f"{found.get('category')} ({found.get('side')})",
         )
     return table
 
@@ -184,6 +232,129 @@ def print_grade(console: Console, sim: dict[str, Any]) -> None:
     error = (sim.get("info") or {}).get("error")
     if error:
         console.print(_line("bold red", "error: ", error))
+    print_diagnosis(console, sim, rule=False)
+    print_review(console, sim)
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def print_diagnosis(console: Console, sim: dict[str, Any], rule: bool = True) -> bool:
+    """Why a simulation failed (nothing for a passing one); whether there was anything."""
+    d = diagnosis_of(sim)
+    if d is None:
+        return False
+    if rule:
+        console.rule(
+            f"simulation {sim.get('id')} - task {sim.get('task_id')} - trial {sim.get('trial')}"
+        )
+    side = SIDE_NAMES.get(str(d.get("side")), str(d.get("side")))
+    console.print(_line("bold red", f"why: {d.get('category')} ({side}): ", d.get("summary", "")))
+    ending = d.get("ending") or {}
+    flag = (
+        "; the user ended the call while a gold write was still pending"
+        if d.get("user_ended_with_write_pending")
+        else ""
+    )
+    console.print(
+        _line("bold", "  ending: ", f"{ending.get('kind')} (by {ending.get('by')}){flag}")
+    )
+    if d.get("failed_components"):
+        console.print(_line("bold", "  failed: ", ", ".join(d["failed_components"])))
+    left = d.get("left_gold_plan")
+    if left:
+        console.print(
+            _line("bold", "  left the gold plan: ", f"turn {left['turn_idx']}: {left['reason']}")
+        )
+    for m in d.get("missing_actions") or []:
+        action = m["action"]
+        line = f"{action['name']}({_value(action['arguments'])}) [{action['requestor']}]"
+        close = m.get("closest_call")
+        if close:
+            line += (
+                f"; closest: turn {close['turn_idx']} {close['name']}({_value(close['arguments'])})"
+            )
+        console.print(_line("bold", "  missing action: ", line))
+        for a in m.get("argument_diff") or []:
+            console.print(
+                _line(
+                    "",
+                    f"      {a['argument']}: ",
+                    f"got {_value(a['got'])}, expected {_value(a['expected'])}",
+                )
+            )
+    for w in d.get("unexpected_writes") or []:
+        failed = " (failed)" if w.get("error") else ""
+        console.print(
+            _line(
+                "bold",
+                "  unexpected write: ",
+                f"turn {w['turn_idx']} {w['side']} {w['name']}({_value(w['arguments'])}){failed}",
+            )
+        )
+    for row in d.get("db_diff") or []:
+        where = ".".join(str(x) for x in (row["table"], row["id"], row["field"]) if x is not None)
+        console.print(
+            _line(
+                "bold",
+                f"  {row['db']} {where}: ",
+                f"got {_value(row['got'])}, expected {_value(row['expected'])}",
+            )
+        )
+    if d.get("db_diff_more"):
+        console.print(_line("bold", "  ", f"... and {d['db_diff_more']} more differing field(s)"))
+    for a in d.get("unmet_env_assertions") or []:
+        console.print(
+            _line(
+                "bold",
+                "  unmet env assertion: ",
+                f"{a.get('func_name')}({_value(a.get('arguments'))})",
+            )
+        )
+    for info in d.get("missing_information") or []:
+        console.print(_line("bold", "  not communicated: ", str(info)))
+    for n in d.get("failed_nl_assertions") or []:
+        console.print(
+            _line(
+                "bold", "  NL assertion failed: ", f"{n['assertion']} - judge: {n['justification']}"
+            )
+        )
+    errors = d.get("tool_errors") or {}
+    for side_name in ("agent", "user"):
+        entry = errors.get(side_name) or {}
+        if entry.get("count"):
+            console.print(_line("bold", f"  {side_name} tool errors: ", str(entry["count"])))
+            for e in entry.get("examples") or []:
+                console.print(_line("", f"      turn {e['turn_idx']} {e['name']}: ", e["error"]))
+    return True
+
+
+def print_review(console: Console, sim: dict[str, Any]) -> None:
+    """The LLM reviews saved with a simulation, if any."""
+    review = sim.get("review")
+    if isinstance(review, dict):
+        console.print(_line("bold blue", "LLM review: ", review.get("summary") or "-"))
+        for e in review.get("errors") or []:
+            head = f"  {e.get('source')} {e.get('severity') or ''} turn {e.get('turn_idx')}: "
+            console.print(
+                _line("blue", head, f"{', '.join(e.get('error_tags') or [])} {e.get('reasoning')}")
+            )
+        auth = sim.get("auth_classification")
+        if isinstance(auth, dict):
+            console.print(
+                _line("blue", "  authentication: ", f"{auth.get('status')} {auth.get('reasoning')}")
+            )
+    user_only = sim.get("user_only_review")
+    if isinstance(user_only, dict):
+        console.print(
+            _line("bold blue", "LLM review (user simulator): ", user_only.get("summary") or "-")
+        )
+        for e in user_only.get("errors") or []:
+            head = f"  user {e.get('severity') or ''} turn {e.get('turn_idx')}: "
+            console.print(
+                _line("blue", head, f"{', '.join(e.get('error_tags') or [])} {e.get('reasoning')}")
+            )
 
 
 def task_rates_table(simulations: list[dict[str, Any]]) -> Table:

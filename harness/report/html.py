@@ -10,6 +10,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from grading.diagnosis import diagnosis_of
+from harness.report.bars import failures_svg
 from harness.report.chart import pass_hat_svg
 from harness.report.markdown import LEADERBOARD_HEADER, money, pct
 
@@ -34,6 +36,8 @@ def _environment() -> Environment:
         money=money,
         mark=_mark,
         tojson=lambda v: json.dumps(v, ensure_ascii=False, default=str),
+        failures_svg=failures_svg,
+        diagnosis_of=diagnosis_of,
     )
     return env
 

@@ -47,9 +47,95 @@ def leaderboard(runs: list[dict[str, Any]]) -> str:
     return table(LEADERBOARD_HEADER, leaderboard_rows(runs))
 
 
+SIDE_NAMES = {"agent": "agent", "user": "user simulator", "infrastructure": "infrastructure"}
+
+
+def breakdown_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
+    """Per run: failed simulations, how many fall on each side, and the categories."""
+    rows = []
+    for run in runs:
+        f = run["failures"]
+        categories = ", ".join(f"{k} {v}" for k, v in f["by_category"].items())
+        if f["undiagnosed"]:
+            categories = ", ".join(filter(None, [categories, f"undiagnosed {f['undiagnosed']}"]))
+        rows.append(
+            [run["label"], str(f["failed"])]
+            + [str(f["by_side"][side]) for side in SIDE_NAMES]
+            + [categories or "-"]
+        )
+    return rows
+
+
+BREAKDOWN_HEADER = ["model", "failed", *SIDE_NAMES.values(), "categories"]
+
+
+def failures_section(run: dict[str, Any]) -> list[str]:
+    f = run["failures"]
+    out = ["### Failures", ""]
+    if not f["failed"]:
+        return out + ["No failed simulations.", ""]
+    rows = [
+        [k] + [str(parts[side]) for side in SIDE_NAMES] + [str(f["by_category"][k])]
+        for k, parts in f["by_category_and_side"].items()
+    ]
+    rows.append(
+        ["**by side**"]
+        + [str(f["by_side"][side]) for side in SIDE_NAMES]
+        + [str(f["failed"] - f["undiagnosed"])]
+    )
+    out += [table(["category", *SIDE_NAMES.values(), "total"], rows), ""]
+    if f["undiagnosed"]:
+        out += [
+            f"{f['undiagnosed']} failed simulation(s) carry no diagnosis (graded before "
+            "tau-mcp diagnosed failures); `tau-harness evaluate` re-grades and diagnoses them.",
+            "",
+        ]
+    if f["user_ended_with_write_pending"]:
+        out += [
+            f"In {f['user_ended_with_write_pending']} failed simulation(s) the user ended the "
+            "call while a gold write was still pending.",
+            "",
+        ]
+    return out
+
+
+def reviews_section(run: dict[str, Any]) -> list[str]:
+    rv, out = run.get("reviews"), []
+    if not rv:
+        return out
+    if rv["reviewed"]:
+        auth = ", ".join(f"{k} {v}" for k, v in rv["auth"].items())
+        out.append(
+            f"LLM reviews: {rv['reviewed']} full review(s), {rv['with_errors']} with errors; agent "
+            f"errors in {rv['agent_error']}, user-simulator errors in {rv['user_error']} "
+            f"(critical in {rv['critical_user_error']}); failures blamed on the user simulator: "
+            f"{rv['user_caused']}; authentication: {auth}."
+        )
+    if rv["user_only_reviewed"]:
+        out.append(
+            f"User-only reviews: {rv['user_only_reviewed']}, {rv['user_only_with_errors']} with "
+            "errors."
+        )
+    out += [f"Review cost (apart from the run's): {money(rv['cost'])}.", ""]
+    excluded = run.get("pass_hat_excluding_user_caused")
+    if excluded:
+        out += [
+            "**Diagnostic, not the score:** pass^k with the "
+            f"{excluded['excluded']} failure(s) a review blames on the user simulator left out.",
+            "",
+        ]
+        rows = [
+            [f"pass^{k}", pct((run["pass_hat"].get(k) or {}).get("value")), with_ci(e)]
+            for k, e in excluded["pass_hat"].items()
+        ]
+        out += [table(["metric (percent)", "the score", "excluding user-caused"], rows), ""]
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
     runs = report["runs"]
     out = ["# tau-mcp report", "", "## Leaderboard (percent)", "", leaderboard(runs), ""]
+    out += ["## Error breakdown", "", table(BREAKDOWN_HEADER, breakdown_rows(runs)), ""]
     for run in runs:
         s = run["settings"]
         out += [f"## {run['label']}", ""]
@@ -77,12 +163,23 @@ def render(report: dict[str, Any]) -> str:
                 f"{run['tokens']['prompt']} / {run['tokens']['completion']}",
             ]
         )
+        review = run["cost"].get("review") or {}
+        if review.get("total") is not None:
+            rows.append(
+                [
+                    "LLM review cost, apart (total / per sim)",
+                    f"{money(review['total'])} / {money(review['per_simulation'])}",
+                ]
+            )
         duration = run["avg_duration"]
         rows.append(["duration / sim", "-" if duration is None else f"{duration:.2f}s"])
         rows.append(
             ["endings", ", ".join(f"{k}: {v}" for k, v in run["terminations"].items()) or "-"]
         )
         out += [table(["metric (percent, 95% CI)", "value"], rows), ""]
+        if run.get("noise"):
+            out += [f"Noise: {run['noise']['statement']}", ""]
+        out += failures_section(run) + reviews_section(run)
         failing = [
             task
             for task, cells in run["grid"].items()
@@ -96,6 +193,8 @@ def render(report: dict[str, Any]) -> str:
             out += [f"### {comp['a']} vs {comp['b']}", "", comp["verdict"], ""]
             if comp["mcnemar_p"] is not None:
                 out += [f"McNemar exact test: p = {comp['mcnemar_p']:.4f}.", ""]
+            if comp.get("noise"):
+                out += [f"Noise: {comp['noise']['statement']}", ""]
             if comp["flips"]:
                 out.append("Tasks that flip (success rate in A / in B):")
                 out += [f"- {f['task_id']}: {pct(f['a'])} / {pct(f['b'])}" for f in comp["flips"]]

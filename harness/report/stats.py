@@ -5,6 +5,9 @@ independent draws from the benchmark. Intervals are percentile bootstrap interva
 of a per-task score. For a handful of tasks the bootstrap distribution is enumerated exactly
 (every multiset of tasks, weighted by its multinomial probability), so small cases can be checked
 by hand; beyond that it is sampled with a fixed seed, so a report is reproducible.
+
+`detectable_difference` says what a run's size and trial count can tell from noise at all:
+the smallest gap in success rate a paired comparison would call real (docs/diagnosis.md).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 #: Exact enumeration up to this many tasks (C(2n-1, n) multisets: 6,435 at n=8).
 EXACT_MAX_TASKS = 8
@@ -133,3 +137,36 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifferenc
         only_b = sum(1 for x, y in zip(a, b, strict=True) if y > x)
         p = mcnemar_exact(only_a, only_b)
     return PairedDifference(len(diffs), bootstrap_mean(diffs), p)
+
+
+# --- what a run's size can tell from noise ----------------------------------------------------
+def trial_variances(outcomes: Sequence[Sequence[bool]]) -> list[float]:
+    """Per task, an estimate of one trial's success variance p(1-p): unbiased from the task's
+    own trials when it has two or more; for a task with one trial, the run's pooled p(1-p),
+    which is at least the average of the tasks' own (so the estimate errs on the wide side)."""
+    rates = [sum(o) / len(o) for o in outcomes if o]
+    pooled = sum(rates) / len(rates) if rates else 0.0
+    pooled_var = pooled * (1 - pooled)
+    out = []
+    for trials in outcomes:
+        k = len(trials)
+        p = sum(trials) / k
+        out.append(p * (1 - p) * k / (k - 1) if k >= 2 else pooled_var)
+    return out
+
+
+def detectable_difference(
+    a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]] | None = None, level: float = 0.95
+) -> float | None:
+    """The smallest difference in success rate (pass^1, averaged over tasks) that a paired
+    comparison over these tasks tells from trial-to-trial noise at `level`: the half-width of
+    the normal interval of the mean per-task difference when both runs had the same true rates,
+    z * sqrt(sum_i (v_i / k_i + v'_i / k'_i)) / n. Without `b`, the other run is a rerun of
+    `a` of the same size (v'_i = v_i, k'_i = k_i). Tasks pair by position."""
+    b = a if b is None else b
+    if len(a) != len(b) or not a or not all(a) or not all(b):
+        return None
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    va, vb = trial_variances(a), trial_variances(b)
+    total = sum(x / len(ta) + y / len(tb) for x, y, ta, tb in zip(va, vb, a, b, strict=True))
+    return z * math.sqrt(total) / len(a)

@@ -11,7 +11,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from grading.diagnosis import diagnosis_of
+from grading.review import review_cost
 from harness.metrics import INFRA, is_success, pass_hat_k, summarize
+from harness.report.failures import (
+    failure_breakdown,
+    noise,
+    pair_noise,
+    pass_hat_without_user_caused,
+    reviews_summary,
+)
+from harness.report.reviews import review_digest
 from harness.report.stats import bootstrap_mean, paired_difference
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -76,14 +86,19 @@ def task_grid(simulations: list[dict[str, Any]]) -> dict[str, list[dict[str, Any
     return {task: [by[t] for t in sorted(by)] for task, by in cells.items()}
 
 
+def task_outcomes(simulations: list[dict[str, Any]]) -> dict[str, list[bool]]:
+    """Per task with a finished trial, whether each finished trial succeeded."""
+    out: dict[str, list[bool]] = {}
+    for task, sims in task_grid(simulations).items():
+        finished = [outcome(s) == PASS for s in sims if outcome(s) != ERROR]
+        if finished:
+            out[task] = finished
+    return out
+
+
 def task_success_rates(simulations: list[dict[str, Any]]) -> dict[str, float]:
     """Per task, the share of its finished trials that succeeded (infrastructure errors left out)."""
-    rates: dict[str, float] = {}
-    for task, sims in task_grid(simulations).items():
-        finished = [s for s in sims if outcome(s) != ERROR]
-        if finished:
-            rates[task] = sum(outcome(s) == PASS for s in finished) / len(finished)
-    return rates
+    return {task: sum(v) / len(v) for task, v in task_outcomes(simulations).items()}
 
 
 def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +112,7 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
     }
     finished = {t: v for t, v in finished.items() if v}
     pass_hat: dict[str, Any] = {}
+    max_k = 0
     if finished:
         max_k = min(len(v) for v in finished.values())
         for k in range(1, max_k + 1):
@@ -126,6 +142,10 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "total": sum(known) if known else None,
         "per_simulation": (sum(known) / len(done)) if known and done else None,
     }
+    # LLM reviews are a look at the run afterwards, not part of what it cost: shown apart.
+    reviews = [c for s in done if (c := review_cost(s)) is not None]
+    cost["review"] = {"total": sum(reviews) if reviews else None, "per_simulation": _mean(reviews)}
+    cells = [s for cell in grid.values() for s in cell]
     return {
         "file": str(path),
         "label": _label(settings, path),
@@ -141,6 +161,10 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "cost": cost,
         "tokens": {"prompt": base.prompt_tokens, "completion": base.completion_tokens},
         "avg_duration": base.avg_duration if base.simulations else None,
+        "failures": failure_breakdown(cells, outcome),
+        "reviews": reviews_summary(cells),
+        "pass_hat_excluding_user_caused": pass_hat_without_user_caused(grid, outcome, max_k),
+        "noise": noise(finished),
         "grid": {
             task: [
                 {
@@ -148,6 +172,8 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
                     "trial": s.get("trial"),
                     "outcome": outcome(s),
                     "reward": (s.get("reward_info") or {}).get("reward"),
+                    "diagnosis": diagnosis_of(s) if outcome(s) != PASS else None,
+                    "review": review_digest(s),
                 }
                 for s in cell
             ]
@@ -162,7 +188,9 @@ def _task_sort_key(task_id: str) -> tuple[int, Any]:
 
 def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) -> dict[str, Any]:
     """Run A against run B on the tasks both finished: success-rate difference per task."""
-    rates_a, rates_b = task_success_rates(sims_a), task_success_rates(sims_b)
+    outcomes_a, outcomes_b = task_outcomes(sims_a), task_outcomes(sims_b)
+    rates_a = {t: sum(v) / len(v) for t, v in outcomes_a.items()}
+    rates_b = {t: sum(v) / len(v) for t, v in outcomes_b.items()}
     common = sorted(set(rates_a) & set(rates_b), key=_task_sort_key)
     result: dict[str, Any] = {"a": a["label"], "b": b["label"], "tasks": len(common)}
     if not common:
@@ -174,6 +202,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
             mcnemar_p=None,
             flips=[],
             verdict="The two runs share no finished task, so they cannot be compared.",
+            noise=None,
         )
         return result
     paired = paired_difference([rates_a[t] for t in common], [rates_b[t] for t in common])
@@ -190,6 +219,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         mcnemar_p=paired.mcnemar_p,
         flips=flips,
         verdict=paired.verdict(a["label"], b["label"]),
+        noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),
     )
     return result
 

@@ -46,6 +46,11 @@ class _LiveEpisodes:
         with episode.lock:
             return episode.hashes()
 
+    async def state(self, episode: Episode) -> dict[str, Any]:
+        """The episode's databases, for the diagnosis of a failed DB check."""
+        with episode.lock:
+            return episode.snapshot()
+
     async def assertions(self, episode: Episode, assertions: list[dict]) -> list[dict]:
         return episode.check_assertions(assertions)
 

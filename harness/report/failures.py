@@ -1,0 +1,123 @@
+"""The figures of a report's failures section: failed simulations counted by diagnosis category
+and by side, what the LLM reviews found, pass^k with user-simulator-caused failures left out
+(a diagnostic, never the score) and what the run's size can tell from noise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grading.diagnosis import CATEGORIES, SIDES, diagnosis_of
+from harness.metrics import pass_hat_k
+from harness.report.reviews import has_review, review_counts, reviews_cost, user_caused
+from harness.report.stats import bootstrap_mean, detectable_difference
+
+#: A failed simulation graded before diagnoses existed (re-grade it: `tau-harness evaluate`).
+UNDIAGNOSED = "undiagnosed"
+
+
+def failure_breakdown(cells: list[dict[str, Any]], outcome) -> dict[str, Any]:
+    """Counts over the simulations that did not pass (failed or infrastructure errors)."""
+    by_category = dict.fromkeys(CATEGORIES, 0)
+    by_side = dict.fromkeys(SIDES, 0)
+    cross: dict[str, dict[str, int]] = {c: dict.fromkeys(SIDES, 0) for c in CATEGORIES}
+    undiagnosed = pending = 0
+    failed = [s for s in cells if outcome(s) != "pass"]
+    for sim in failed:
+        found = diagnosis_of(sim)
+        if found is None:
+            undiagnosed += 1
+            continue
+        category = found.get("category")
+        category = category if category in by_category else "other"
+        side = found.get("side")
+        side = side if side in by_side else "agent"
+        by_category[category] += 1
+        by_side[side] += 1
+        cross[category][side] += 1
+        pending += bool(found.get("user_ended_with_write_pending"))
+    return {
+        "failed": len(failed),
+        "by_category": {k: v for k, v in by_category.items() if v},
+        "by_side": by_side,
+        "by_category_and_side": {k: v for k, v in cross.items() if by_category[k]},
+        UNDIAGNOSED: undiagnosed,
+        "user_ended_with_write_pending": pending,
+    }
+
+
+def reviews_summary(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the reviews saved with the run say, or None when it has none."""
+    if not any(has_review(s) for s in cells):
+        return None
+    counts = review_counts(cells)
+    counts["cost"] = reviews_cost(cells)
+    return counts
+
+
+def pass_hat_without_user_caused(
+    grid: dict[str, list[dict[str, Any]]], outcome, max_k: int
+) -> dict[str, Any] | None:
+    """pass^k over the trials left once the failures a full review blames on the user simulator
+    are removed; a task keeps a pass^k only while it has k trials left. None without any full
+    review. A diagnostic beside the score, never a replacement for it."""
+    cells = [s for sims in grid.values() for s in sims]
+    if not any(isinstance(s.get("review"), dict) for s in cells):
+        return None
+    kept: dict[str, list[bool]] = {}
+    excluded = 0
+    for task, sims in grid.items():
+        trials = []
+        for sim in sims:
+            if outcome(sim) == "error":
+                continue
+            if outcome(sim) == "fail" and user_caused(sim):
+                excluded += 1
+                continue
+            trials.append(outcome(sim) == "pass")
+        kept[task] = trials
+    values: dict[str, Any] = {}
+    for k in range(1, max_k + 1):
+        scores = [pass_hat_k(len(t), sum(t), k) for t in kept.values() if len(t) >= k]
+        if scores:
+            values[str(k)] = {**bootstrap_mean(scores).as_dict(), "tasks": len(scores)}
+    return {"excluded": excluded, "pass_hat": values}
+
+
+def noise(finished: dict[str, list[bool]]) -> dict[str, Any] | None:
+    """The smallest pass^1 difference this run's tasks and trials can tell from noise."""
+    tasks = [t for t in finished.values() if t]
+    value = detectable_difference(tasks)
+    if value is None:
+        return None
+    trials = sum(len(t) for t in tasks)
+    per_task = trials / len(tasks)
+    shown = f"{per_task:g}" if per_task == int(per_task) else f"{per_task:.1f} on average"
+    trials_word = "trial" if per_task == 1 else "trials"
+    return {
+        "detectable_difference": value,
+        "tasks": len(tasks),
+        "trials_per_task": per_task,
+        "statement": (
+            f"With {len(tasks)} tasks and {shown} {trials_word} each, differences in pass^1 smaller "
+            f"than {value * 100:.1f} points cannot be told from noise at 95% (paired over "
+            "tasks, against a rerun of the same size)."
+        ),
+    }
+
+
+def pair_noise(
+    rates_a: dict[str, list[bool]], rates_b: dict[str, list[bool]], common: list[str], diff
+) -> dict[str, Any] | None:
+    value = detectable_difference([rates_a[t] for t in common], [rates_b[t] for t in common])
+    if value is None or diff is None:
+        return None
+    exceeds = abs(diff) > value
+    return {
+        "detectable_difference": value,
+        "exceeds": exceeds,
+        "statement": (
+            f"The difference, {diff * 100:+.1f} points, "
+            f"{'exceeds' if exceeds else 'does not exceed'} the {value * 100:.1f} points these "
+            f"two runs ({len(common)} shared tasks) can tell from noise at 95%."
+        ),
+    }
