@@ -45,6 +45,8 @@ class RunConfig:
     save_to: Path | None = None
     #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
     review: ReviewSettings | None = None
+    #: The run preset that filled options (harness.presets.record), kept in the header.
+    preset: dict[str, Any] | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:

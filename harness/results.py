@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conversation.messages import now
+from harness.results_layouts import LayoutError, dir_paths, read_dir
 from harness.results_shape import shape_problem
 
 
@@ -51,14 +52,16 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 
 def load_results(path: Path) -> dict[str, Any]:
-    """A results file (with its journal folded in), or a bare list of simulations wrapped as one."""
+    """A results file (with its journal folded in), a bare list of simulations wrapped as one,
+    or the reference's folder layout (results.json + simulations/, given as either)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read results file {path}: {exc}") from None
+    if dir_paths(path) is not None:
+        try:
+            data: Any = read_dir(path)
+        except LayoutError as exc:
+            raise ResultsError(str(exc)) from None
+    else:
+        data = _read_single(path)
     if isinstance(data, list):
         data = {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
@@ -79,6 +82,15 @@ def load_results(path: Path) -> dict[str, Any]:
     if extra:
         data["simulations"] = [*data["simulations"], *extra]
     return data
+
+
+def _read_single(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"cannot read results file {path}: {exc}") from None
 
 
 def _umask() -> int:

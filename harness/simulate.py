@@ -159,7 +159,7 @@ class SimulationRunner:
     # --- what a results file says about the run ---------------------------------------------
     def info(self) -> dict[str, Any]:
         c = self.config
-        return {
+        info = {
             "git_commit": _git_commit(),
             "num_trials": c.num_trials,
             "max_steps": c.max_steps,
@@ -191,6 +191,9 @@ class SimulationRunner:
                 else {}
             ),
         }
+        if c.preset is not None:
+            info["preset"] = c.preset
+        return info
 
     def user_guidelines(self) -> str | None:
         if self._guidelines is None and self.config.user == "llm" and self.texts is not None:

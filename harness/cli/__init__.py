@@ -13,7 +13,21 @@ import sys
 
 import typer
 
-from harness.cli import data, evaluate, export, play, report, review, run, serve, view
+from harness.cli import (
+    convert,
+    data,
+    evaluate,
+    export,
+    leaderboard,
+    play,
+    presets,
+    report,
+    review,
+    run,
+    serve,
+    submit,
+    view,
+)
 
 app = typer.Typer(
     help="Run and grade tau2 simulations against tau-mcp servers.", no_args_is_help=True
@@ -50,6 +64,10 @@ app.command()(play.play)
 app.command()(serve.serve)
 app.add_typer(data.data_app, name="data")
 app.add_typer(export.export_app, name="export")
+app.add_typer(submit.submit_app, name="submit")
+app.command()(leaderboard.leaderboard)
+app.command("convert-results")(convert.convert_results)
+app.command()(presets.presets)
 
 
 def main() -> None:  # pragma: no cover

@@ -52,6 +52,7 @@ from servers.engine.errors import EngineError
 
 #: Extra arguments are `--task-ids a b c` as the reference's CLI takes them.
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": False}
+PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
 _FROM = (
@@ -63,7 +64,16 @@ _FROM = (
 
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(None, "--domain", help="mock, airline, retail or telecom."),
+    preset: str = typer.Option(
+        None,
+        "--preset",
+        help="Fill the options from a named run shape (`tau-harness presets` lists them); "
+        "options given here win.",
+    ),
+    show_preset: bool = typer.Option(
+        False, "--show", help="With --preset: print what the preset sets, and do not run."
+    ),
     agent: str = typer.Option(
         "llm",
         help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
@@ -162,6 +172,12 @@ def run(
     review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
 ) -> None:
     """Run simulations, grade them and save the results."""
+    if preset is not None:
+        return _with_preset(ctx, preset, show_preset)
+    if show_preset:
+        fail("--show goes with --preset NAME")
+    if not domain:
+        fail("--domain is required (mock, airline, retail or telecom), or a --preset that sets it")
     if ctx.args:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
         # here. Anything else left over is a mistake worth one clear sentence.
@@ -191,6 +207,7 @@ def run(
         enforce_protocol=enforce_protocol,
         judge=judge_option(judge_llm, judge_llm_args),
         save_to=save_to,
+        preset=ctx.meta.get(PRESET_KEY),
         review=_review_settings(auto_review, review_mode, review_llm),
     )
     try:
@@ -224,6 +241,23 @@ def run(
     failure = infra_failure_message(simulations, config.save_to)
     if failure:
         fail(failure)
+
+
+def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
+    """Run again with the preset's values where no option was given (or only show them)."""
+    from harness import presets
+    from harness.cli.presets import print_preset
+
+    try:
+        chosen = presets.load(name)
+        values, ctx.meta[PRESET_KEY] = presets.apply(ctx, chosen)
+    except presets.PresetError as exc:
+        fail(str(exc))
+        return
+    if show:
+        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"])
+        return
+    run(**{**values, "ctx": ctx, "preset": None})
 
 
 def _review_settings(auto: bool, mode: str, model: str | None) -> ReviewSettings | None:

@@ -1,0 +1,200 @@
+"""`tau-harness leaderboard`: rank folders of submissions, per domain or overall.
+
+A folder given is either one submission (it holds `submission.json`) or a folder of them (its
+`manifest.json` lists them, else every sub-folder is read but hidden ones and the `A_EXAMPLE`
+templates, in name order). Ranking follows the reference's board: a submission's overall score
+is the mean of its domains' values (the domains it has), entries without the metric are left
+out, ties keep the reading order. pass^k ranks highest first, cost cheapest first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.leaderboard import SUBMISSION_FILE
+
+METRICS = ("pass_1", "pass_2", "pass_3", "pass_4", "cost")
+DOMAINS = ("retail", "airline", "telecom", "banking_knowledge")
+MANIFEST_FILE = "manifest.json"
+
+
+class BoardError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Entry:
+    submission_id: str
+    submission: dict[str, Any]
+
+    @property
+    def results(self) -> dict[str, Any]:
+        results = self.submission.get("results")
+        return results if isinstance(results, dict) else {}
+
+    def value(self, domain: str, metric: str) -> float | None:
+        entry = self.results.get(domain)
+        value = entry.get(metric) if isinstance(entry, dict) else None
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def overall(self, metric: str) -> float | None:
+        scores = [v for d in DOMAINS if (v := self.value(d, metric)) is not None]
+        return sum(scores) / len(scores) if scores else None
+
+
+@dataclass(frozen=True)
+class Row:
+    rank: int
+    score: float
+    entry: Entry
+
+
+def _submission_ids(folder: Path) -> list[str]:
+    manifest = folder / MANIFEST_FILE
+    if manifest.is_file():
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BoardError(f"cannot read {manifest} ({exc})") from None
+        listed = data.get("submissions", []) + data.get("voice_submissions", [])
+        return [str(s) for s in listed]
+    return sorted(
+        d.name for d in folder.iterdir() if d.is_dir() and not d.name.startswith((".", "A_EXAMPLE"))
+    )
+
+
+def load_entries(folders: list[Path]) -> tuple[list[Entry], list[str]]:
+    """Every submission under the folders, and a warning for each one that cannot be read."""
+    entries: list[Entry] = []
+    warnings: list[str] = []
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise BoardError(f"{folder} is not a folder")
+        if (folder / SUBMISSION_FILE).is_file():
+            places = [(folder.name, folder / SUBMISSION_FILE)]
+        else:
+            places = [(s, folder / s / SUBMISSION_FILE) for s in _submission_ids(folder)]
+        for submission_id, path in places:
+            if not path.is_file():
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                warnings.append(f"skipped {path}: {exc}")
+                continue
+            if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+                warnings.append(f"skipped {path}: not a submission (no results object)")
+                continue
+            entries.append(Entry(submission_id, data))
+    return entries, warnings
+
+
+def rank(entries: list[Entry], metric: str, domain: str | None = None) -> list[Row]:
+    if metric not in METRICS:
+        raise BoardError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
+    if domain is not None and domain not in DOMAINS:
+        raise BoardError(f"unknown domain {domain!r} (one of {', '.join(DOMAINS)})")
+    scored = []
+    for entry in entries:
+        score = entry.value(domain, metric) if domain else entry.overall(metric)
+        if score is not None:
+            scored.append((score, entry))
+    scored.sort(key=lambda pair: pair[0], reverse=metric != "cost")
+    return [Row(i + 1, score, entry) for i, (score, entry) in enumerate(scored)]
+
+
+def fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    return f"${value:.3f}" if metric == "cost" else f"{value:.1f}%"
+
+
+def title(metric: str, domain: str | None) -> str:
+    where = domain.capitalize() if domain else "Overall"
+    return f"Tau2-Bench Leaderboard - {where} ({metric})"
+
+
+def columns(domain: str | None, metric: str) -> list[str]:
+    head = ["Rank", "Model", "Organization", "Modality", metric.replace("_", "^")]
+    if domain is None:
+        head += [d.replace("_", " ").title() for d in DOMAINS]
+    return head
+
+
+def cells(row: Row, domain: str | None, metric: str) -> list[str]:
+    sub = row.entry.submission
+    out = [
+        str(row.rank),
+        str(sub.get("model_name", "?")),
+        str(sub.get("model_organization", "?")),
+        str(sub.get("modality") or "text"),
+        fmt(row.score, metric),
+    ]
+    if domain is None:
+        out += [fmt(row.entry.value(d, metric), metric) for d in DOMAINS]
+    return out
+
+
+def as_table(rows: list[Row], domain: str | None, metric: str, total: int):
+    """A rich table shaped like the reference's `tau2 leaderboard` one."""
+    from rich.table import Table
+
+    table = Table(title=title(metric, domain), show_header=True, header_style="bold cyan")
+    for i, name in enumerate(columns(domain, metric)):
+        if i == 0:
+            table.add_column(name, style="dim", width=4)
+        elif i == 1:
+            table.add_column(name, style="bold")
+        elif i == 2:
+            table.add_column(name)
+        elif i == 3:
+            table.add_column(name, justify="center")
+        elif i == 4:
+            table.add_column(name, justify="right", style="green")
+        else:
+            table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*cells(row, domain, metric))
+    return table
+
+
+def as_markdown(rows: list[Row], domain: str | None, metric: str) -> str:
+    head = columns(domain, metric)
+    lines = [
+        f"**{title(metric, domain)}**",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---:" if i in (0,) or i >= 4 else "---" for i in range(len(head))) + "|",
+    ]
+    for row in rows:
+        lines.append(
+            "| " + " | ".join(c.replace("|", "\\|") for c in cells(row, domain, metric)) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def as_json(rows: list[Row], domain: str | None, metric: str) -> str:
+    out = []
+    for row in rows:
+        sub = row.entry.submission
+        out.append(
+            {
+                "rank": row.rank,
+                "submission_id": row.entry.submission_id,
+                "model_name": sub.get("model_name"),
+                "model_organization": sub.get("model_organization"),
+                "submitting_organization": sub.get("submitting_organization"),
+                "modality": sub.get("modality") or "text",
+                "submission_type": sub.get("submission_type") or "standard",
+                "user_simulator": (sub.get("methodology") or {}).get("user_simulator"),
+                "metric": metric,
+                "domain": domain or "overall",
+                "score": row.score,
+                "results": row.entry.results,
+            }
+        )
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,225 @@
+"""The three layouts of a results file on disk, read and written without losing a byte.
+
+- `tau-mcp`: ours (`harness.results.ResultsFile`): one JSON file, the header indented by one
+  space and each simulation serialized on its own, non-ASCII text escaped.
+- `json`: the reference's single file, as `tau2 run` writes it: two-space indent, non-ASCII
+  escaped, top-level keys in the reference's order (timestamp, info, tasks, simulations,
+  simulation_index, then any others).
+- `dir`: the reference's folder: `results.json` (everything but the simulations, plus a
+  `simulation_index` summarizing them) and `simulations/<simulation id>.json`, one file per
+  simulation, written as the reference's pydantic writer does (two-space indent, UTF-8 text,
+  shortest float forms such as `1e-7`).
+
+All three hold the same document. Converting is reading one layout and writing another, and a
+round trip gives back the same bytes for any file its own writer produced (every run's file,
+ours or the reference's). Two facts make that hold: the simulation index is derived data (a
+folder rebuilds it when written; read back into a single file it is dropped for our layout and
+left null for the json layout, as runs write them), and a folder's simulations are read in the
+index's order (the reference reads them in file-name order, which loses the run's order).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+Layout = Literal["tau-mcp", "json", "dir"]
+LAYOUTS: tuple[Layout, ...] = ("tau-mcp", "json", "dir")
+SIMULATIONS_DIR = "simulations"
+META_FILE = "results.json"
+INDEX_KEY = "simulation_index"
+REFERENCE_ORDER = ("timestamp", "info", "tasks", "simulations", INDEX_KEY)
+
+
+class LayoutError(ValueError):
+    """A results file or folder that cannot be read or written in the asked layout."""
+
+
+# --- telling layouts apart -------------------------------------------------------------------
+
+
+def dir_paths(path: Path) -> tuple[Path, Path] | None:
+    """(results.json, simulations/) when `path` is a results folder or the results.json of one;
+    None for a plain results file."""
+    path = Path(path)
+    if path.is_dir():
+        return path / META_FILE, path / SIMULATIONS_DIR
+    sims = path.parent / SIMULATIONS_DIR
+    if path.is_file() and sims.is_dir() and not _has_simulations_key(path):
+        return path, sims
+    return None
+
+
+def _has_simulations_key(path: Path) -> bool:
+    """Does the file hold its simulations itself? A folder's results.json does not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True  # not a folder's metadata: let the single-file reader say what is wrong
+    return not isinstance(data, dict) or "simulations" in data
+
+
+def detect(path: Path) -> Layout:
+    """The layout of a results file or folder (a single file is ours or the reference's by the
+    indent its writer uses)."""
+    if dir_paths(path) is not None:
+        return "dir"
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(4)
+    except FileNotFoundError:
+        raise LayoutError(f"no such file or folder: {path}") from None
+    except OSError as exc:
+        raise LayoutError(f"cannot read {path} ({exc.strerror})") from None
+    return "tau-mcp" if head == b'{\n "' else "json"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LayoutError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LayoutError(f"cannot read {path} ({exc})") from None
+
+
+def read_dir(path: Path) -> dict[str, Any]:
+    """A results folder as one document: the metadata with its simulations in place (in the
+    index's order when the index names exactly the files present, else in file-name order)."""
+    paths = dir_paths(path)
+    if paths is None:
+        raise LayoutError(f"{path} is not a results folder (no {SIMULATIONS_DIR}/ beside it)")
+    meta_path, sims_dir = paths
+    meta = _read_json(meta_path)
+    if not isinstance(meta, dict):
+        raise LayoutError(f"{meta_path} is not a results folder's metadata (a JSON object)")
+    files = {f.stem: f for f in sorted(sims_dir.glob("*.json"))}
+    index = meta.get(INDEX_KEY)
+    order = list(files)
+    if isinstance(index, list):
+        indexed = [str(e.get("id")) for e in index if isinstance(e, dict)]
+        missing = sorted(set(indexed) - set(files))
+        extra = sorted(set(files) - set(indexed))
+        if missing or extra:
+            parts = [f"{len(missing)} indexed simulation(s) missing"] if missing else []
+            parts += [f"{len(extra)} file(s) not in the index"] if extra else []
+            raise LayoutError(
+                f"{meta_path}'s simulation index does not match {sims_dir} ({'; '.join(parts)})"
+            )
+        order = indexed
+    simulations = []
+    for sim_id in order:
+        sim = _read_json(files[sim_id])
+        if not isinstance(sim, dict):
+            raise LayoutError(f"{files[sim_id]} is not a simulation (a JSON object)")
+        simulations.append(sim)
+    return _with_simulations(meta, simulations)
+
+
+def _with_simulations(meta: dict[str, Any], simulations: list[Any]) -> dict[str, Any]:
+    """The metadata with `simulations` placed where the reference's order puts it."""
+    document: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key == INDEX_KEY and "simulations" not in document:
+            document["simulations"] = simulations
+        document[key] = value
+    document.setdefault("simulations", simulations)
+    return document
+
+
+def read(path: Path) -> dict[str, Any]:
+    """Any layout as one document (our single files and the reference's read alike)."""
+    if detect(path) == "dir":
+        return read_dir(path)
+    data = _read_json(Path(path))
+    if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+        raise LayoutError(f"{path} is not a results file (no list of simulations)")
+    return data
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def tau_mcp_text(document: dict[str, Any]) -> str:
+    """Our layout, by our results writer itself."""
+    from harness.results import ResultsFile
+
+    results = ResultsFile(None, {}, [])
+    results.header = {k: v for k, v in document.items() if k != "simulations"}
+    if not results.header:
+        raise LayoutError("a results file needs a header (info, tasks) besides its simulations")
+    for sim in document["simulations"]:
+        results.add(sim, save=False)
+    return results.text()
+
+
+def _reference_order(document: dict[str, Any]) -> dict[str, Any]:
+    known = {k: document[k] for k in REFERENCE_ORDER if k in document}
+    return {**known, **{k: v for k, v in document.items() if k not in known}}
+
+
+def json_text(document: dict[str, Any]) -> str:
+    """The reference's single-file layout as `tau2 run` writes it."""
+    return json.dumps(_reference_order(document), indent=2)
+
+
+def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reference's summary of each simulation, kept in a folder's results.json."""
+    return [
+        {
+            "id": sim.get("id"),
+            "task_id": sim.get("task_id"),
+            "trial": sim.get("trial"),
+            "reward": (sim.get("reward_info") or {}).get("reward"),
+            "termination_reason": sim.get("termination_reason"),
+            "agent_cost": sim.get("agent_cost"),
+            "duration": sim.get("duration"),
+        }
+        for sim in simulations
+    ]
+
+
+def dir_files(document: dict[str, Any]) -> dict[str, bytes]:
+    """The reference's folder layout: relative path -> bytes."""
+    meta = {k: v for k, v in _reference_order(document).items() if k != "simulations"}
+    meta[INDEX_KEY] = simulation_index(document["simulations"])
+    files = {META_FILE: json.dumps(meta, indent=2).encode("utf-8")}
+    for sim in document["simulations"]:
+        sim_id = str(sim.get("id") or "")
+        if not sim_id or "/" in sim_id or "\\" in sim_id or sim_id.startswith("."):
+            raise LayoutError(
+                f"simulation id {sim_id!r} cannot name a file, so the folder layout cannot hold it"
+            )
+        name = f"{SIMULATIONS_DIR}/{sim_id}.json"
+        if name in files:
+            raise LayoutError(f"two simulations share the id {sim_id}; the folder layout needs one")
+        try:
+            files[name] = orjson.dumps(sim, option=orjson.OPT_INDENT_2)
+        except TypeError as exc:
+            raise LayoutError(f"simulation {sim_id} cannot be written ({exc})") from None
+    return files
+
+
+def convert_document(document: dict[str, Any], source: Layout, target: Layout) -> dict[str, Any]:
+    """The document as the target layout holds it. Only the index changes, and only when it
+    was derived (read from a folder): our layout drops it and the json layout leaves it null,
+    as runs write them; a folder rebuilds it when written."""
+    if source != "dir" or target == "dir" or INDEX_KEY not in document:
+        return document
+    if target == "tau-mcp":
+        return {k: v for k, v in document.items() if k != INDEX_KEY}
+    return {**document, INDEX_KEY: None}
+
+
+def single_file_text(document: dict[str, Any], layout: Layout) -> str:
+    if layout == "tau-mcp":
+        return tau_mcp_text(document)
+    if layout == "json":
+        return json_text(document)
+    raise LayoutError(f"{layout} is not a single-file layout")
