@@ -29,7 +29,7 @@ def gold_episode(domain: Domain, task: Task) -> Episode:
         try:
             if toolkit is None or not toolkit.has_tool(action.name):
                 raise ValueError(f"Tool '{action.name}' not found.")
-            getattr(toolkit, action.name)(**(action.arguments or {}))
+            toolkit.bound(action.name)(**(action.arguments or {}))
         except Exception:  # noqa: BLE001, S112 - the reference logs and goes on
             continue
     return episode

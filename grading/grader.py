@@ -39,7 +39,9 @@ class EpisodeStates(Protocol):
 class EpisodeReplays(EpisodeStates, Protocol):
     """What re-grading a saved trajectory needs besides: fresh episodes and replayed calls."""
 
-    async def create_episode(self, domain: str, task_id: str | None) -> Any: ...
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: Any = None
+    ) -> Any: ...
 
     async def replay(
         self, ref: Any, calls: list[dict], only_mutating: bool
@@ -63,9 +65,19 @@ def empty_reward_info(reward: float, note: str, **fields: Any) -> dict[str, Any]
 
 
 class Grader:
-    def __init__(self, backend: EpisodeStates, domain: Domain, judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        backend: EpisodeStates,
+        domain: Domain,
+        judge: Judge | None = None,
+        options: Any = None,
+    ) -> None:
+        """`options`: how the run's episodes are set up (its retrieval config, as the backend
+        takes it in `create_episode`), so the episodes that replay a trajectory for re-grading
+        are set up the same way."""
         self.backend = backend
         self.domain = domain
+        self.options = options
         if isinstance(judge, Judge):  # our judge speaks as the data folder's prompt set says
             judge = judge.for_texts(reference_texts(domain.data_dir))
         self.judge = judge
@@ -102,10 +114,10 @@ class Grader:
         self, task: Task, messages: list[Message], history_length: int, solo: bool
     ) -> Any:
         """A fresh episode with the trajectory's state-changing calls replayed (the task's own
-        history is already part of the episode's initial state). Needs a backend that makes
-        episodes (`EpisodeReplays`)."""
+        history is already part of the episode's initial state), set up with the grader's
+        `options`. Needs a backend that makes episodes (`EpisodeReplays`)."""
         backend: EpisodeReplays = self.backend  # type: ignore[assignment]
-        ref = await backend.create_episode(self.domain.name, task.id)
+        ref = await backend.create_episode(self.domain.name, task.id, self.options)
         calls = []
         for call in tool_calls_of(messages[history_length:]):
             requestor = call.requestor

@@ -47,6 +47,10 @@ class RunConfig:
     review: ReviewSettings | None = None
     #: The run preset that filled options (harness.presets.record), kept in the header.
     preset: dict[str, Any] | None = None
+    #: A domain with retrieval configs (banking_knowledge): the config and its kwargs (None:
+    #: the reference's default, alltools).
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
 
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:

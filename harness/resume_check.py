@@ -59,6 +59,8 @@ _SETTINGS: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("max steps", ("max_steps",), None, True),
     ("max errors", ("max_errors",), None, True),
     ("communication protocol", ("enforce_communication_protocol",), None, True),
+    ("retrieval config", ("retrieval_config",), None, True),
+    ("retrieval config kwargs", ("retrieval_config_kwargs",), None, True),
     ("domain policy", ("environment_info", "policy"), None, False),
     ("user guidelines", ("user_info", "global_simulation_guidelines"), None, False),
 ]

@@ -25,7 +25,7 @@ from conversation.reference_texts import reference_texts
 from grading import Grader
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
-from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
 from harness.config import RunConfig
 from harness.errors import ConfigError
 from harness.metrics import INFRA
@@ -46,6 +46,9 @@ from simulator.registry import user_class
 
 AgentFactory = type[Agent]
 UserFactory = type[UserSimulator]
+
+#: The results header's policy when each simulation has its own (recorded with the simulation).
+TASK_POLICY = "(the policy depends on the task: see each simulation's 'policy')"
 
 
 def _git_commit() -> str:
@@ -148,12 +151,28 @@ class SimulationRunner:
             raise ConfigError(f"the {config.agent} agent needs a model: pass --agent-llm")
         if config.user == "llm" and not config.user_llm:
             raise ConfigError("the llm user needs a model: pass --user-llm")
-        self.grader = grader if grader is not None else Grader(backend, domain, config.judge)
+        # The retrieval config (banking_knowledge): refused now, in one sentence, when unknown
+        # or unable to run here; every episode of the run (and the grader's replays) is created
+        # with it.
+        self.variant = domain.resolve_variant(config.retrieval_config, config.retrieval_kwargs)
+        self.episode_options = (
+            EpisodeOptions(self.variant.name, dict(self.variant.kwargs) or None)
+            if self.variant is not None
+            else None
+        )
+        self.grader = (
+            grader
+            if grader is not None
+            else Grader(backend, domain, config.judge, self.episode_options)
+        )
         self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         self.has_user_tools = domain.spec.user_tools is not None
-        self.policy = domain.policy(solo=self.solo)
-        if self.texts is not None:
-            self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
+        if self.variant is not None:
+            self.policy = self.variant.policy(None)
+        else:
+            self.policy = domain.policy(solo=self.solo)
+            if self.texts is not None:
+                self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
 
     # --- what a results file says about the run ---------------------------------------------
@@ -177,7 +196,7 @@ class SimulationRunner:
             },
             "environment_info": {
                 "domain_name": self.domain.name,
-                "policy": self.policy,
+                "policy": TASK_POLICY if self._policy_per_task() else self.policy,
                 "tool_defs": None,
             },
             "seed": c.seed,
@@ -185,6 +204,10 @@ class SimulationRunner:
             "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
             "prompt_set": prompt_set_info(self.texts),
+            "retrieval_config": self.variant.name if self.variant is not None else None,
+            "retrieval_config_kwargs": dict(self.variant.kwargs) or None
+            if self.variant is not None
+            else None,
             **(
                 {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
                 if self.reviewer
@@ -194,6 +217,14 @@ class SimulationRunner:
         if c.preset is not None:
             info["preset"] = c.preset
         return info
+
+    def _policy_per_task(self) -> bool:
+        """Whether the agent's policy depends on the task (banking's golden_retrieval)."""
+        return self.variant is not None and self.variant.policy_per_task
+
+    def policy_for(self, task: Task) -> str:
+        """The agent's policy in a simulation of `task`."""
+        return self.variant.policy(task) if self._policy_per_task() else self.policy
 
     def user_guidelines(self) -> str | None:
         if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
@@ -232,7 +263,7 @@ class SimulationRunner:
     # --- one attempt ------------------------------------------------------------------------
     async def attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
         """One try at the simulation, no retry: any failure propagates."""
-        ref = await self.backend.create_episode(self.domain.name, task.id)
+        ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         sessions: list = []
         try:
             orchestrator = await self._orchestrator(task, seed, ref, sessions)
@@ -246,10 +277,12 @@ class SimulationRunner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
-        sim = self._record(task, trial, seed, conversation, reward_info, ref)
+        record = self._record(task, trial, seed, conversation, reward_info, ref)
+        if self._policy_per_task():
+            record["policy"] = self.policy_for(task)
         if self.reviewer is not None:  # after grading, before saving, as the reference does
-            await self.reviewer.attach(task, sim, self.policy)
-        return sim
+            await self.reviewer.attach(task, record, self.policy_for(task))
+        return record
 
     async def _orchestrator(
         self, task: Task, seed: int, ref: EpisodeRef, sessions: list
@@ -291,7 +324,7 @@ class SimulationRunner:
         context = AgentContext(
             task=task,
             domain=self.domain.name,
-            policy=self.policy,
+            policy=self.policy_for(task),
             tools=tools,
             llm=self.config.agent_llm,
             llm_args=dict(self.config.agent_llm_args or {}),

@@ -34,11 +34,18 @@ def probe_task(domain: Domain, solo: bool = False) -> Task:
 
 
 async def captured_participant(
-    domain: Domain, seat: Seat, participant: type, *, solo: bool = False, task: Task | None = None
+    domain: Domain,
+    seat: Seat,
+    participant: type,
+    *,
+    solo: bool = False,
+    task: Task | None = None,
+    variant: str | None = None,
 ) -> Any:
-    """The participant the runner builds for `seat` of a simulation on `domain` (see the module
-    docstring). `participant` is an agent class for the agent seat, a user class for the user
-    seat; the other seat is played without a model (scripted user, oracle agent)."""
+    """The participant the runner builds for `seat` of a simulation on `domain` run with the
+    retrieval config `variant` (see the module docstring). `participant` is an agent class for
+    the agent seat, a user class for the user seat; the other seat is played without a model
+    (scripted user, oracle agent)."""
     from harness.backends.http import in_process_backend
     from harness.config import RunConfig
     from harness.simulate import SimulationRunner
@@ -64,6 +71,7 @@ async def captured_participant(
         config = RunConfig(domain.name, agent="oracle", user_llm=PROBE_MODEL)
         kinds = {"user_factory": Captured}
     config.max_retries = 0
+    config.retrieval_config = variant
     backend = await in_process_backend({domain.name: domain})
     try:
         runner = SimulationRunner(backend, domain, config, **kinds)
@@ -82,12 +90,15 @@ async def captured_participant(
         await backend.close()
 
 
-async def _shown_to_user_model(domain: Domain, view: View) -> list[ShownTool]:
+async def _shown_to_user_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
     from simulator.llm_user import LLMUser
 
-    user = await captured_participant(domain, "user", LLMUser)
+    user = await captured_participant(domain, "user", LLMUser, variant=variant)
     return from_openai(user.tool_schemas)
 
 
-#: The `llm` user simulator: the `tools` of its model requests.
-LLM_USER = register_surface("llm user (model requests)", ("user",), _shown_to_user_model)
+#: The `llm` user simulator: the `tools` of its model requests (the probe task's `user_tools`
+#: of the listing, as the reference narrows them).
+LLM_USER = register_surface(
+    "llm user (model requests)", ("user",), _shown_to_user_model, narrows_user_tools=True
+)

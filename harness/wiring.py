@@ -21,14 +21,20 @@ NO_JUDGE = frozenset({"none", "off", "no", ""})
 Readiness = Literal["load", "warm", "lazy"]
 
 
-def load_domain(name: str, data_dir: str | Path | None, ready: Readiness = "load") -> Domain:
-    """One domain bound to a data folder. `load` reads its databases and tasks now (bad data
+def load_domain(
+    name: str,
+    data_dir: str | Path | None,
+    ready: Readiness = "load",
+    task_set: str | None = None,
+) -> Domain:
+    """One domain bound to a data folder (and to a named task set of it, `--task-set-name`:
+    None is the domain's own tasks). `load` reads its databases and tasks now (bad data
     fails at once; canonical forms wait for the first grading, so start-up reaches work
     sooner); `warm` builds everything now (a long-lived process that grades a lot); `lazy`
     reads nothing yet."""
     from servers.domains.registry import load_domains
 
-    domain = load_domains([name], data_dir)[name]
+    domain = load_domains([name], data_dir, task_set)[name]
     if ready == "load":
         domain.load()
     elif ready == "warm":

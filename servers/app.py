@@ -1,7 +1,8 @@
 """The `tau-server` HTTP application: episode routes, MCP endpoints, the Eval Protocol path.
 
 One process serves several domains. Each (domain, side) has one FastMCP app that serves every
-episode; a small gateway in front of it puts the episode named in the URL path into the request
+episode (on the agent side of a domain with retrieval configs, one per config, built on first
+use); a small gateway in front of it puts the episode named in the URL path into the request
 scope, where the tools find it. Starlette's `Mount` does not run a sub-app's lifespan, so the
 app's own lifespan starts every MCP session manager.
 """
@@ -26,13 +27,14 @@ from servers.auth import DEFAULT_MAX_BODY, send_json_error
 from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
-from servers.engine.errors import UnknownEpisode
+from servers.engine.errors import EngineError, UnknownEpisode
 from servers.engine.ids import check_episode_id
+from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
 from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
 from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
-from servers.limits import id_field, json_utf8
+from servers.limits import id_field, json_utf8, name_field, options_field
 from servers.mcp_apps import McpApps
 from servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
@@ -42,15 +44,19 @@ DEFAULT_EPISODE = "default"
 SIDES: tuple[Side, ...] = ("agent", "user")
 
 
-async def _shown_on_side_endpoints(domain: Domain, view: View) -> list[ShownTool]:
-    """`tools/list` on the default and an episode endpoint of the side, in the modern protocol
-    (the short path) and with a legacy session (FastMCP); all four must agree."""
-    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+async def _shown_on_side_endpoints(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` on the default endpoint of the side of a server started with
+    `--retrieval-config <variant>` and on an episode created with `retrieval_config: <variant>`,
+    in the modern protocol (the short path) and with a legacy session (FastMCP); all four must
+    agree."""
+    from servers.mcp_probe import PROBE_HOST, created_episode, listed_tools, running
 
-    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST))
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
     async with running(TauServer({domain.name: domain}, settings).build()) as app:
-        episode = app.state.tau.store.create(domain.name, None)
-        paths = (f"/{domain.name}/{view}/mcp", f"/{domain.name}/episodes/{episode.id}/{view}/mcp")
+        created = await created_episode(app, domain.name, {NAME_OPTION: variant})
+        paths = (f"/{domain.name}/{view}/mcp", created[f"{view}_mcp"])
         seen = {
             (path, mode): await listed_tools(app, path, mode)
             for path in paths
@@ -63,15 +69,18 @@ async def _shown_on_side_endpoints(domain: Domain, view: View) -> list[ShownTool
     return first
 
 
-async def _shown_on_ep_endpoint(domain: Domain, view: View) -> list[ShownTool]:
-    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+async def _shown_on_ep_endpoint(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    """`tools/list` on `/{domain}/mcp`: in the modern protocol on the server's default episode
+    (`--retrieval-config <variant>`), and to an Eval Protocol session whose row config names
+    the variant (legacy handshake, as EP connects); both must agree."""
+    from servers.mcp_probe import PROBE_HOST, listed_tools, listed_tools_as_ep, running
 
-    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST))
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
     async with running(TauServer({domain.name: domain}, settings).build()) as app:
         modern = await listed_tools(app, f"/{domain.name}/mcp")
-        legacy = await listed_tools(app, f"/{domain.name}/mcp/", "legacy")  # as EP connects
+        legacy = await listed_tools_as_ep(app, f"/{domain.name}/mcp/", {NAME_OPTION: variant})
     if modern != legacy:
-        raise ListingMismatch(f"/{domain.name}/mcp lists other tools to legacy clients")
+        raise ListingMismatch(f"/{domain.name}/mcp lists other tools to Eval Protocol sessions")
     return modern
 
 
@@ -102,6 +111,10 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ()
     body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a whole request body
+    # The retrieval config (and its kwargs) of episodes that name none, for domains that have
+    # retrieval configs (banking_knowledge); None: each domain's own default.
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
     def guards(self) -> HttpGuards:
         return HttpGuards(
@@ -132,36 +145,73 @@ class TauServer:
         self.settings = settings or ServerSettings()
         self.store = EpisodeStore(domains, capacity=self.settings.capacity)
         lazy = self.settings.lazy_mcp
-        self.mcp_apps = McpApps(
-            {
-                (name, side): self._side_app_builder(name, side)
-                for name in domains
-                for side in SIDES
-            },
-            lazy=lazy,
-        )
-        self.fast_calls: dict[tuple[str, str], FastToolCalls] = {}  # see servers/fast_calls.py
+        # One MCP app per (domain, side, variant): a domain with retrieval configs lists each
+        # config's agent tools on an app of its own, built when an episode first needs it.
+        eager: dict = {}
+        on_demand: dict = {}
         for name, domain in domains.items():
             for side in SIDES:
-                fast = FastToolCalls.for_domain(domain, side, SIDE_ENDPOINTS)
-                if fast is not None:
-                    self.fast_calls[(name, side)] = fast
-        ep_apps = McpApps({name: self._ep_app_builder(name) for name in domains}, lazy=lazy)
-        self.ep = EvalProtocolBridge(self.store, ep_apps, self.default_episode)
+                variants = self.variant_names(domain, side)
+                if variants is None:
+                    eager[(name, side, None)] = self._side_app_builder(name, side, None)
+                for variant in variants or ():
+                    on_demand[(name, side, variant)] = self._side_app_builder(name, side, variant)
+        self.mcp_apps = McpApps(eager, lazy=lazy, on_demand=on_demand)
+        self.fast_calls: dict[tuple[str, str, str | None], FastToolCalls] = {}  # fast_calls.py
+        for key in [*eager, *on_demand]:
+            fast = FastToolCalls.for_domain(domains[key[0]], key[1], SIDE_ENDPOINTS, key[2])
+            if fast is not None:
+                self.fast_calls[key] = fast
+        ep_eager = {
+            (name, None): self._ep_app_builder(name, None)
+            for name, domain in domains.items()
+            if domain.variants is None
+        }
+        ep_on_demand = {
+            (name, variant): self._ep_app_builder(name, variant)
+            for name, domain in domains.items()
+            for variant in (self.variant_names(domain, "agent") or ())
+        }
+        ep_apps = McpApps(ep_eager, lazy=lazy, on_demand=ep_on_demand)
+        self.ep = EvalProtocolBridge(
+            self.store, ep_apps, self.default_episode, self.resolve_variant
+        )
         self._serializer_limiter: anyio.CapacityLimiter | None = None
 
-    def _side_app_builder(self, domain: str, side: Side):
+    # --- retrieval configs (engine variants) ------------------------------------------------
+    @staticmethod
+    def variant_names(domain: Domain, side: Side) -> list[str] | None:
+        """The variants whose tools differ on this side (None: one set of tools)."""
+        catalog = domain.variants
+        return list(catalog.names) if catalog is not None and side == "agent" else None
+
+    def resolve_variant(
+        self, domain: Domain, name: str | None, kwargs: dict[str, Any] | None
+    ) -> Variant | None:
+        """An episode's variant: the one asked for, else the server's default (for domains that
+        have retrieval configs); one sentence (400) when it is unknown or cannot run here."""
+        if domain.variants is not None and name is None:
+            name = self.settings.retrieval_config
+            kwargs = self.settings.retrieval_kwargs if kwargs is None else kwargs
+        return domain.resolve_variant(name, kwargs)
+
+    @staticmethod
+    def app_key(domain: str, side: str, episode: Episode | None) -> tuple:
+        variant = episode.variant if episode is not None and side == "agent" else None
+        return (domain, side, variant.name if variant is not None else None)
+
+    def _side_app_builder(self, domain: str, side: Side, variant: str | None):
         def build():
             from servers.mcp_tools import build_mcp_server
 
             server = build_mcp_server(
-                self.domains[domain], side, episode_from_scope, SIDE_ENDPOINTS
+                self.domains[domain], side, episode_from_scope, SIDE_ENDPOINTS, variant=variant
             )
             return server.http_app(path="/mcp", json_response=True)
 
         return build
 
-    def _ep_app_builder(self, domain: str):
+    def _ep_app_builder(self, domain: str, variant: str | None):
         def build():
             from servers.integrations.ep_calls import record_tool_calls
             from servers.mcp_tools import build_mcp_server
@@ -174,6 +224,7 @@ class TauServer:
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
                 name=f"tau2-{domain}-eval-protocol",
+                variant=variant,
             )
             record_tool_calls(ep_server, episode_from_scope)
             return ep_server.http_app(path="/mcp", json_response=True)
@@ -184,7 +235,10 @@ class TauServer:
         """The domain's shared episode for manual use, created from the domain DB on demand."""
         episode = self.store.find(domain, DEFAULT_EPISODE)
         if episode is None:
-            episode = self.store.create(domain, None, DEFAULT_EPISODE, replace=True)
+            variant = self.resolve_variant(self.store.domain(domain), None, None)
+            episode = self.store.create(
+                domain, None, DEFAULT_EPISODE, replace=True, variant=variant
+            )
         return episode
 
     def all_mcp_apps(self) -> list[Starlette]:
@@ -220,7 +274,7 @@ class TauServer:
         side: str,
         episode_id: str | None,
     ) -> None:
-        if not self.mcp_apps.knows((domain, side)):
+        if domain not in self.domains or side not in SIDES:
             reason = (
                 f"unknown domain '{domain}'"
                 if domain not in self.domains
@@ -229,7 +283,11 @@ class TauServer:
             await send_json_error(send, 404, reason)
             return
         if episode_id is None:
-            episode: Episode | None = self.default_episode(domain)
+            try:
+                episode: Episode | None = self.default_episode(domain)
+            except EngineError as exc:  # the server's default retrieval config cannot run
+                await send_json_error(send, exc.status, str(exc))
+                return
         else:
             episode = self.store.find(domain, episode_id)
             if episode is None and scope["method"] != "DELETE":
@@ -237,13 +295,18 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
-        fast = self.fast_calls.get((domain, side))
+        key = self.app_key(domain, side, episode)
+        if key not in self.fast_calls and not self.mcp_apps.knows(key):
+            # An episode without a config in a domain that has them: its toolkit is the
+            # config the domain's own toolkit is (banking_knowledge: no_knowledge).
+            key = (domain, side, self.store.domain(domain).spec.tool_variant)
+        fast = self.fast_calls.get(key)
         if fast is not None and episode is not None:
             replay = await fast.serve(scope, receive, send, episode)
             if replay is None:
                 return
             receive = replay
-        app = await self.mcp_apps.get((domain, side))
+        app = await self.mcp_apps.get(key)
         if episode_id is not None and episode is not None:
             transport_id = dict(scope["headers"]).get(b"mcp-session-id")
             send = mcp_sessions.track(
@@ -262,13 +325,16 @@ class TauServer:
 
     async def create_episode(self, request: Request) -> JSONResponse:
         domain = request.path_params["domain"]
-        self.store.domain(domain)
+        loaded = self.store.domain(domain)
         body = await json_object_body(request)
         task_id = id_field(body, "task_id")
         episode_id = id_field(body, "episode_id")
         if episode_id is not None:
             check_episode_id(episode_id)
-        episode = self.store.create(domain, task_id, episode_id)
+        config = name_field(body, NAME_OPTION)
+        kwargs = options_field(body, KWARGS_OPTION)
+        variant = self.resolve_variant(loaded, config, kwargs)
+        episode = self.store.create(domain, task_id, episode_id, variant=variant)
         base = f"/{domain}/episodes/{episode.id}"
         return JSONResponse(
             {

@@ -70,6 +70,44 @@ DataDirOpt = Annotated[
     typer.Option("--data-dir", help=f"Data folder in the reference layout (default: ${DATA_ENV})."),
 ]
 SideOpt = Annotated[str, typer.Option("--side", help="Which tools to expose: agent or user.")]
+RetrievalConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config of episodes that name none (default: "
+        "the reference's, alltools, which needs an OpenAI key and a sandbox; offline: "
+        "no_knowledge, full_kb, golden_retrieval, bm25, bm25_grep, grep_only).",
+    ),
+]
+RetrievalKwargsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--retrieval-config-kwargs",
+        help="JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "
+        "case_sensitive, reranker_min_score).",
+    ),
+]
+
+
+def check_retrieval_config(
+    domains: dict[str, Domain], config: str | None, kwargs_text: str | None
+) -> dict | None:
+    """The parsed kwargs, once every served domain with retrieval configs accepts the config
+    (one sentence otherwise)."""
+    from servers.engine.variants import VariantError, parse_kwargs
+
+    kwargs = parse_kwargs(kwargs_text)
+    if config is None and kwargs is None:
+        return None
+    with_configs = [d for d in domains.values() if d.variants is not None]
+    if not with_configs:
+        raise VariantError(
+            "--retrieval-config applies to domains with retrieval configs (banking_knowledge), "
+            f"and none is served here ({', '.join(domains)})"
+        )
+    for domain in with_configs:
+        domain.resolve_variant(config, kwargs)
+    return kwargs
 
 
 def _fail(message: str) -> None:
@@ -86,7 +124,7 @@ def _check_side(side: str) -> str:
 def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain]:
     """The domains to serve. Named domains must all load; by default every domain folder found
     is served, and one whose code fails to load is skipped with a warning."""
-    from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+    from servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
 
     if names:
         wanted = [n.strip() for n in names.split(",") if n.strip()]
@@ -94,7 +132,7 @@ def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain
     folder = resolve_data_dir(data_dir)
     domains: dict[str, Domain] = {}
     for name in DOMAIN_NAMES:
-        if not (folder / "tau2" / "domains" / name).is_dir():
+        if not has_data(name, folder):
             continue
         try:
             domains[name] = Domain(domain_spec(name), folder)
@@ -130,6 +168,8 @@ def serve(
     header_timeout: HeaderTimeoutOpt = DEFAULTS["header_timeout"],
     body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
+    retrieval_config: RetrievalConfigOpt = None,
+    retrieval_config_kwargs: RetrievalKwargsOpt = None,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
     from servers.app import ServerSettings, TauServer
@@ -164,7 +204,10 @@ def serve(
         loaded = serving_domains(domains, data_dir)
         for domain in loaded.values():
             domain.warm()  # bad data fails here, with one sentence, not in uvicorn's startup
+        retrieval_kwargs = check_retrieval_config(loaded, retrieval_config, retrieval_config_kwargs)
         settings = ServerSettings(
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
             token=guards.token,
             max_body_bytes=guards.max_body_bytes,
             capacity=capacity,
@@ -195,13 +238,17 @@ def stdio(
         str | None, typer.Option("--task-id", help="Start from this task's initial state.")
     ] = None,
     data_dir: DataDirOpt = None,
+    retrieval_config: RetrievalConfigOpt = None,
+    retrieval_config_kwargs: RetrievalKwargsOpt = None,
 ) -> None:
     """Serve one episode over stdio (stdout carries only JSON-RPC)."""
+    from servers.engine.variants import parse_kwargs
     from servers.stdio import run_stdio
 
     _check_side(side)
     try:
-        run_stdio(domain, side, task_id, data_dir)  # type: ignore[arg-type]
+        kwargs = parse_kwargs(retrieval_config_kwargs)
+        run_stdio(domain, side, task_id, data_dir, retrieval_config, kwargs)  # type: ignore[arg-type]
     except EngineError as exc:
         _fail(str(exc))
 

@@ -22,11 +22,14 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from servers.auth import send_json_error
+from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore
 from servers.engine.errors import EngineError, NotFound, UnknownEpisode
 from servers.engine.ids import ID_RULE, is_safe_episode_id
+from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from servers.guards import replay_body
 from servers.integrations.ep_grade import SessionGrader
+from servers.limits import name_field, options_field
 from servers.mcp_apps import McpApps
 
 SESSION_HEADER = "mcp-session-id"
@@ -51,6 +54,7 @@ class EpSession:
     domain: str
     session_id: str
     task_id: str | None
+    variant: Variant | None = None  # the session's retrieval config, for domains with them
     ended: bool = False
     reported_reward: float = 0.0
     # Transport (`Mcp-Session-Id`) ids of this session's MCP connections not yet closed.
@@ -85,10 +89,15 @@ class EvalProtocolBridge:
         store: EpisodeStore,
         mcp_apps: McpApps,
         default_episode: Callable[[str], Episode],
+        resolve_variant: Callable[[Domain, str | None, dict[str, Any] | None], Variant | None],
     ) -> None:
+        """`mcp_apps` are keyed by (domain, variant name or None); `resolve_variant` picks a
+        session's retrieval config from its `config` (the server's default when it names
+        none)."""
         self.store = store
         self.mcp_apps = mcp_apps
         self.default_episode = default_episode
+        self.resolve_variant = resolve_variant
         # Oldest first; bounded like the episode store, and a deleted episode's session goes
         # with it, so a long soak of EP rollouts does not accumulate sessions.
         self.sessions: OrderedDict[tuple[str, str], EpSession] = OrderedDict()
@@ -114,14 +123,15 @@ class EvalProtocolBridge:
         task_id = config.get("task_id")
         if task_id is not None and not isinstance(task_id, str):
             task_id = str(task_id)
+        variant = self._session_variant(domain, config)
         key = (domain, session_id)
         session = self.sessions.get(key)
         episode = self.store.find(domain, session_id)
         if session is None or session.ended or episode is None:
             if session is not None:
                 self._forget_transports(session)
-            episode = self.store.create(domain, task_id, session_id, replace=True)
-            self.sessions[key] = EpSession(domain, session_id, task_id)
+            episode = self.store.create(domain, task_id, session_id, replace=True, variant=variant)
+            self.sessions[key] = EpSession(domain, session_id, task_id, variant)
             self.sessions.move_to_end(key)
             while len(self.sessions) > self.store.capacity:
                 _, oldest = self.sessions.popitem(last=False)
@@ -129,6 +139,13 @@ class EvalProtocolBridge:
             return episode
         self._check_reconnect(session, task_id)
         return episode
+
+    def _session_variant(self, domain: str, config: dict[str, Any]) -> Variant | None:
+        """The session's retrieval config, from its row config (bounded like the episode
+        route's fields, `servers.limits`)."""
+        name = name_field(config, NAME_OPTION)
+        kwargs = options_field(config, KWARGS_OPTION)
+        return self.resolve_variant(self.store.domain(domain), name, kwargs)
 
     def _check_reconnect(self, session: EpSession, task_id: str | None) -> None:
         """A new `initialize` for a live session is a reconnect: allowed for the same task once
@@ -177,7 +194,9 @@ class EvalProtocolBridge:
             )
         episode = self.store.find(domain, session_id)
         if session.ended or episode is None:
-            episode = self.store.create(domain, session.task_id, session_id, replace=True)
+            episode = self.store.create(
+                domain, session.task_id, session_id, replace=True, variant=session.variant
+            )
             session.ended = False
             session.reported_reward = 0.0
         return episode
@@ -200,7 +219,7 @@ class EvalProtocolBridge:
     # --- the MCP gateway --------------------------------------------------------------------
     async def gateway(self, scope: Scope, receive: Receive, send: Send) -> None:
         domain = scope["path_params"]["domain"]
-        if not self.mcp_apps.knows(domain):
+        if domain not in self.store.domains:
             await send_json_error(send, 404, f"unknown domain '{domain}'")
             return
         transport_id = _header(scope, SESSION_HEADER)
@@ -235,7 +254,11 @@ class EvalProtocolBridge:
         if scope["method"] == "DELETE" and transport_id:
             self._close_transport(transport_id, self.transports.get(transport_id))
         scope = {**scope, "tau.episode": episode, "path": "/mcp", "root_path": ""}
-        app = await self.mcp_apps.get(domain)
+        variant = episode.variant if episode is not None else None
+        key = (domain, variant.name if variant is not None else None)
+        if not self.mcp_apps.knows(key):  # an episode without a config where configs exist
+            key = (domain, self.store.domain(domain).spec.tool_variant)
+        app = await self.mcp_apps.get(key)
         await app(scope, receive, send)
 
     def _episode_for_transport(
@@ -270,7 +293,7 @@ class EvalProtocolBridge:
     # --- control routes ---------------------------------------------------------------------
     def _control_session(self, request: Request) -> tuple[EpSession, Episode | None]:
         domain = request.path_params["domain"]
-        if not self.mcp_apps.knows(domain):
+        if domain not in self.store.domains:
             raise NotFound(f"unknown domain '{domain}'")
         session_id = request.headers.get(SESSION_HEADER)
         if not session_id:

@@ -41,20 +41,28 @@ class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
     endpoint built by `servers.mcp_tools.build_mcp_server`."""
 
-    def __init__(self, domain: Domain, side: Side, surface: Surface) -> None:
+    def __init__(
+        self, domain: Domain, side: Side, surface: Surface, variant: str | None = None
+    ) -> None:
+        """`variant`: the retrieval config whose endpoint this is (its tools are listed and
+        called here too), for a domain that has them."""
         tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-        self.domain, self.side, self.surface = domain, side, surface
+        self.domain, self.side, self.surface, self.variant = domain, side, surface, variant
         self.tool_names = set(tools.specs) if tools is not None else set()
+        if variant is not None and domain.variants is not None:
+            self.tool_names |= set(domain.variants.added_specs(variant))
         # FastMCP reports the version the server was built with: ours.
         self.server_info = {"name": server_name(domain.name, side), "version": package_version()}
         self._listing: dict[str, Any] | None = None
 
     @classmethod
-    def for_domain(cls, domain: Domain, side: Side, surface: Surface) -> FastToolCalls | None:
+    def for_domain(
+        cls, domain: Domain, side: Side, surface: Surface, variant: str | None = None
+    ) -> FastToolCalls | None:
         """None when switched off (`TAU_MCP_FULL_PATH`): FastMCP then answers everything."""
         if os.environ.get(DISABLE_ENV):
             return None
-        return cls(domain, side, surface)
+        return cls(domain, side, surface, variant)
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
@@ -101,7 +109,7 @@ class FastToolCalls:
     def listing(self) -> dict[str, Any]:
         if self._listing is None:
             self._listing = tools_list_result(
-                self.surface, self.domain, self.side, self.server_info
+                self.surface, self.domain, self.side, self.server_info, self.variant
             )
         return self._listing
 

@@ -9,8 +9,9 @@ line, `servers.stdio_guard`). Two kinds of check:
   as UTF-8, so any state or reply holding it would become unreadable; such a body is refused,
   never stored). It runs in linear time on hostile input (an unterminated string of escaped
   quotes, 1 MiB of brackets) with no Python loop over the bytes;
-- request fields (`id_field`, `trial_field`, `text_field`): type, length and range, each
-  failure one sentence (`FieldError`, answered 400).
+- request fields (`id_field`, `trial_field`, `text_field`, `name_field`, `options_field`):
+  type, length, range and (for an options object such as `retrieval_kwargs`) size and nesting,
+  each failure one sentence (`FieldError`, answered 400).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ MAX_NUMBER_CHARS = 100  # Python refuses ints past 4,300 digits; nothing real is
 MAX_ID_CHARS = 256  # task, episode and simulation ids (the longest real task id is ~60)
 MAX_TRIAL = 99_999  # trial numbers run 0..MAX_TRIAL; a trial's seed costs O(trial) to derive
 MAX_MESSAGE_CHARS = 100_000  # one text message from an outside agent
+MAX_NAME_CHARS = 128  # a named option's value, e.g. a retrieval config (the longest is ~32)
+MAX_OPTIONS = 32  # keys of an options object (`retrieval_kwargs`: the reference reads 4)
+MAX_OPTIONS_DEPTH = 4  # levels of an options object, itself included (real ones have 1)
+MAX_OPTIONS_CHARS = 4_096  # an options object as compact JSON
 
 
 class FieldError(EngineError):
@@ -133,6 +138,65 @@ def id_field(body: Mapping[str, Any], key: str, *, required: bool = False) -> st
     """A task, episode or simulation id: a non-empty string of at most `MAX_ID_CHARS`."""
     what = "a non-empty string" if required else "a string or null"
     return text_field(body, key, required=required, max_chars=MAX_ID_CHARS, what=what)
+
+
+def name_field(body: Mapping[str, Any], key: str) -> str | None:
+    """The name of an option (a retrieval config): a non-empty string of at most
+    `MAX_NAME_CHARS`, or None when absent. Whether the name exists is the engine's to say."""
+    what = "a non-empty string or null"
+    value = text_field(body, key, max_chars=MAX_NAME_CHARS, what=what)
+    if value == "":
+        raise FieldError(f"'{key}' must be {what}")
+    return value
+
+
+def options_field(body: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    """An object of options (`retrieval_kwargs`), or None when absent: at most `MAX_OPTIONS`
+    keys, `MAX_OPTIONS_DEPTH` levels and `MAX_OPTIONS_CHARS` characters as JSON. Which keys
+    and values are right is the engine's to say."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FieldError(f"'{key}' must be an object or null")
+    if len(value) > MAX_OPTIONS:
+        raise FieldError(f"'{key}' has more than {MAX_OPTIONS} keys")
+    if _deeper(value, MAX_OPTIONS_DEPTH):
+        raise FieldError(f"'{key}' is nested deeper than {MAX_OPTIONS_DEPTH} levels")
+    if len(json_utf8(value)) > MAX_OPTIONS_CHARS:
+        raise FieldError(f"'{key}' is longer than {MAX_OPTIONS_CHARS} characters as JSON")
+    for inner in _strings(value):
+        if _has_lone_surrogate(inner):
+            raise FieldError(f"'{key}' holds a lone UTF-16 surrogate, which is not text")
+    return value
+
+
+def _deeper(value: Any, levels: int) -> bool:
+    """Whether `value` has more than `levels` levels of objects and lists."""
+    layer = [value]
+    for _ in range(levels):
+        layer = [
+            inner
+            for item in layer
+            for inner in (item.values() if isinstance(item, dict) else item)
+            if isinstance(inner, dict | list)
+        ]
+        if not layer:
+            return False
+    return True
+
+
+def _strings(value: Any):
+    """Every key and string inside a (bounded) options object."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from _strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _strings(inner)
 
 
 def trial_field(body: Mapping[str, Any], key: str = "trial") -> int:

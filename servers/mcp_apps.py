@@ -24,8 +24,16 @@ Builder = Callable[[], Any]  # returns an ASGI app with `router.lifespan_context
 class McpApps:
     """ASGI apps by key (e.g. (domain, side)); each built by its builder once."""
 
-    def __init__(self, builders: dict[Hashable, Builder], *, lazy: bool) -> None:
-        self._builders = builders
+    def __init__(
+        self,
+        builders: dict[Hashable, Builder],
+        *,
+        lazy: bool,
+        on_demand: dict[Hashable, Builder] | None = None,
+    ) -> None:
+        """`on_demand` apps are built on first use even when not `lazy` (e.g. one app per
+        retrieval config, most of which a server never serves)."""
+        self._builders = {**builders, **(on_demand or {})}
         self._apps: dict[Hashable, Any] = {}
         self.lazy = lazy
         self._start_holder: Callable[[Any], Any] | None = None

@@ -38,10 +38,15 @@ def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
 
 
 def tools_list_result(
-    surface: Surface, domain: Domain, side: Side, server_info: dict[str, str]
+    surface: Surface,
+    domain: Domain,
+    side: Side,
+    server_info: dict[str, str],
+    variant: str | None = None,
 ) -> dict[str, Any]:
-    """The `tools/list` result of a (domain, side) endpoint of `surface`, as FastMCP's modern
-    transport gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
+    """The `tools/list` result of a (domain, side, retrieval config) endpoint of `surface`, as
+    FastMCP's modern transport gives it for the servers `servers.mcp_tools.build_mcp_server`
+    builds."""
     tools = [
         {
             "_meta": {"fastmcp": {"tags": []}},
@@ -51,7 +56,7 @@ def tools_list_result(
             "name": spec.name,
             "title": tool_title(spec.name),
         }
-        for spec in surface.tools(domain, side).tools
+        for spec in surface.tools(domain, side, variant).tools
     ]
     return {
         "cacheScope": "private",

@@ -141,6 +141,7 @@ def build_mcp_server(
     style: ResultStyle = "reference",
     wrap_ep_results: bool | None = None,
     name: str | None = None,
+    variant: str | None = None,
 ) -> FastMCP:
     """A FastMCP server listing exactly the tools of one side of a domain as `surface` shows
     them (the one listing: the reference's texts when the data carries them)."""
@@ -160,7 +161,7 @@ def build_mcp_server(
         mask_error_details=False,
         middleware=[UnknownToolsToEngine(side, resolve, shape)],
     )
-    listing = surface.tools(domain, side)
+    listing = surface.tools(domain, side, variant)
     for spec in listing.tools:
         server.add_tool(
             EpisodeTool(
@@ -174,17 +175,21 @@ def build_mcp_server(
                 shape=shape,
             )
         )
-    _add_texts(server, domain, side)
+    _add_texts(server, domain, side, variant)
     # The modern transport checks `Mcp-Param-*` headers against the called tool's schema; give
     # it the schemas directly instead of letting it run a full tools/list on every call.
     server._mcp_server.get_tool_input_schema = listing.schemas().get
     return server
 
 
-def _add_texts(server: FastMCP, domain: Domain, side: Side) -> None:
-    """The agent side reads the domain policy; the user side the user-simulator guidelines."""
+def _add_texts(server: FastMCP, domain: Domain, side: Side, variant: str | None = None) -> None:
+    """The agent side reads the domain policy (a retrieval config's, without a task); the user
+    side the user-simulator guidelines."""
     try:
-        if side == "agent":
+        if side == "agent" and variant is not None:
+            text = domain.resolve_variant(variant).policy(None)
+            uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy ({variant})"
+        elif side == "agent":
             text = domain.policy()
             uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
         else:

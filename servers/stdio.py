@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastmcp import FastMCP
@@ -18,16 +19,22 @@ from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
 from servers.stdio_drain import serve_until_answered
 from servers.stdio_guard import guard_stdio_server
-from servers.surfaces import ShownTool, View, as_shown, register_surface
+from servers.surfaces import ShownTool, View, as_shown, register_surface, variant_name
 
 STDIO_EPISODE = "stdio"
 
 
-async def _shown_over_stdio(domain: Domain, view: View) -> list[ShownTool]:
-    """The server `tau-server stdio` runs, listed by an MCP client in memory."""
+async def _shown_over_stdio(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    """The server `tau-server stdio --retrieval-config <variant>` runs, listed by an MCP client
+    in memory."""
     from fastmcp import Client
 
-    server = build_stdio_server(domain.name, view, data_dir=domain.data_dir)  # type: ignore[arg-type]
+    server = build_stdio_server(
+        domain.name,
+        view,  # type: ignore[arg-type]
+        data_dir=domain.data_dir,
+        retrieval_config=variant,
+    )
     async with Client(server) as client:
         listed = await client.list_tools()
     return [as_shown(t.name, t.description or "", t.input_schema) for t in listed]
@@ -41,13 +48,17 @@ def build_stdio_server(
     side: Side = "agent",
     task_id: str | None = None,
     data_dir: str | Path | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> FastMCP:
-    """A FastMCP server whose tools act on one episode created now (from the task if given)."""
+    """A FastMCP server whose tools act on one episode created now (from the task if given,
+    with the retrieval config if the domain has them)."""
     domains = load_domains([domain_name], data_dir)
     domain = domains[domain_name]
     domain.warm()
-    episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE)
-    return build_mcp_server(domain, side, lambda: episode, STDIO)
+    variant = domain.resolve_variant(retrieval_config, retrieval_kwargs)
+    episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE, variant=variant)
+    return build_mcp_server(domain, side, lambda: episode, STDIO, variant=variant_name(variant))
 
 
 def run_stdio(
@@ -55,11 +66,15 @@ def run_stdio(
     side: Side = "agent",
     task_id: str | None = None,
     data_dir: str | Path | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    server = build_stdio_server(domain_name, side, task_id, data_dir)
+    server = build_stdio_server(
+        domain_name, side, task_id, data_dir, retrieval_config, retrieval_kwargs
+    )
     anyio.run(_serve_stdio, server)
 
 

@@ -19,7 +19,16 @@ tools, then user tools, then the finishing tool). Tools a surface adds of its ow
 `send_message_to_user`, the Gymnasium agent seat's `done`) are declared in `extra_tools` and come
 after the listing. A surface that must hand tools to a framework in the framework's own schema
 type (Inspect's `ToolParams`) declares that conversion as `rendering`; the test then expects the
-reference's tools through that conversion.
+reference's tools through that conversion. A surface that shows the user only the task's own
+`user_tools`, as the reference narrows its user simulator's tools, says so with
+`narrows_user_tools`.
+
+Variants: where a domain's agent tools depend on a run option (banking_knowledge's retrieval
+config, an engine variant: `servers/engine/variants.py`), a listing is per (domain, side,
+variant): `Surface.tools(domain, side, variant)`, the variant's name (None: the variant the
+domain's own toolkit is, or no variant at all). `shown` is run with the variant the surface is
+started with (`--retrieval-config`, an episode's `retrieval_config`), so the enumeration covers
+every config a surface can run here.
 """
 
 from __future__ import annotations
@@ -31,15 +40,18 @@ from typing import Any, Literal
 
 from servers.engine import tool_listing as _listing
 from servers.engine.domain import Domain
+from servers.engine.episode import Episode
 from servers.engine.tool_listing import Side, ToolListing
+from servers.engine.variants import Variant
 
 View = Literal["agent", "user", "solo"]
 #: One shown tool in the OpenAI function layout the reference's file uses:
 #: {"name": ..., "description": ..., "parameters": {...}}.
 ShownTool = dict[str, Any]
-#: What a surface shows for (domain, view), obtained through its real code path; None when the
+#: What a surface shows for (domain, view, variant), obtained through its real code path run with
+#: that variant (a retrieval config's name; None for a domain without variants); None when the
 #: surface does not offer that view for this domain (solo mode on airline, say).
-Shown = Callable[[Domain, View], Awaitable[list[ShownTool] | None]]
+Shown = Callable[[Domain, View, str | None], Awaitable[list[ShownTool] | None]]
 
 
 class UnregisteredSurface(LookupError):
@@ -59,12 +71,18 @@ class Surface:
     shown: Shown
     extra_tools: tuple[str, ...] = ()
     rendering: Callable[[ShownTool], ShownTool] | None = None
+    narrows_user_tools: bool = False
 
-    def tools(self, domain: Domain, side: Side) -> ToolListing:
-        """The one listing of `side`'s tools, as every surface shows it."""
+    def tools(self, domain: Domain, side: Side, variant: str | None = None) -> ToolListing:
+        """The one listing of `side`'s tools, as every surface shows it; `variant` names the
+        retrieval config (engine variant) whose agent tools are listed."""
         if _REGISTRY.get(self.name) is not self:
             raise UnregisteredSurface(f"surface '{self.name}' is not registered")
-        return _listing.tool_listing(domain, side)
+        return _listing.tool_listing(domain, side, variant)
+
+    def episode_tools(self, episode: Episode, side: Side) -> ToolListing:
+        """The listing of `side`'s tools of one episode (its variant's, when it has one)."""
+        return self.tools(episode.domain, side, variant_name(episode.variant))
 
 
 _REGISTRY: dict[str, Surface] = {}
@@ -77,9 +95,10 @@ def register_surface(
     shown: Shown,
     extra_tools: tuple[str, ...] = (),
     rendering: Callable[[ShownTool], ShownTool] | None = None,
+    narrows_user_tools: bool = False,
 ) -> Surface:
     """Add a surface to the registry (by name: registering a name again replaces it)."""
-    surface = Surface(name, tuple(views), shown, tuple(extra_tools), rendering)
+    surface = Surface(name, tuple(views), shown, tuple(extra_tools), rendering, narrows_user_tools)
     with _LOCK:
         _REGISTRY[name] = surface
     return surface
@@ -95,6 +114,11 @@ def solo_stop_tool(domain: Domain) -> tuple[str, str, dict[str, Any]] | None:
     """The finishing tool a solo agent is offered after its tools, as the reference declares it
     (name, description, parameters); None without reference texts or solo mode."""
     return _listing.reference_stop_tool(domain)
+
+
+def variant_name(variant: Variant | None) -> str | None:
+    """The name a listing is asked for with (None: no variant)."""
+    return variant.name if variant is not None else None
 
 
 def as_shown(name: str, description: str, parameters: dict[str, Any] | None) -> ShownTool:

@@ -4,7 +4,7 @@ record by record (tests/support/canonical_reference.py), whatever an episode did
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel
@@ -27,6 +27,16 @@ class Item(BaseModel):
     meta: dict[str, Any] = {}
 
 
+class Ledger(BaseModel):
+    """A table one level down: records in `rows`, plus plain fields (see cow.py)."""
+
+    cow_records: ClassVar[str] = "rows"
+
+    rows: dict[str, dict[str, Any]] = {}
+    notes: str = ""
+    owner: str | None = None
+
+
 class Store(BaseModel):
     items: dict[str, Item]
     maybe: dict[str, Item | None]
@@ -34,6 +44,7 @@ class Store(BaseModel):
     shelf: list[Item] = []
     note: str | None = None
     title: str = "shop"
+    ledger: Ledger = Ledger()
 
 
 def _store() -> Store:
@@ -47,7 +58,10 @@ def _store() -> Store:
         for n in range(0, 40, 2)
     }
     maybe = {"m1": Item(name="m1"), "m2": None, "m3": Item(name="m3", price=7.0)}
-    return Store(items=items, maybe=maybe, shelf=[Item(name="s", price=1.5)])
+    ledger = Ledger(
+        rows={f"r{n}": {"n": n, "x": None, "f": 2.0} for n in range(0, 10, 2)}, notes="n ☃"
+    )
+    return Store(items=items, maybe=maybe, shelf=[Item(name="s", price=1.5)], ledger=ledger)
 
 
 def _check(db: CowDB) -> None:
@@ -65,7 +79,7 @@ def test_base_text_is_the_reference_text_and_ascii(base: BaseState) -> None:
     assert doc.text.isascii() and b"\\u00e9" in doc.text
     for name, table in doc.tables.items():
         for i, key in enumerate(table.keys):
-            record = getattr(base.model, name)[key]
+            record = base.records(name)[key]
             expected = canonical_json(to_jsonable_python(record))
             assert doc.text[table.value_starts[i] : table.ends[i]].decode() == expected
             assert doc.text[table.starts[i] : table.value_starts[i]].decode() == key_json(key) + ":"
@@ -101,6 +115,14 @@ def test_untouched_and_read_only_states_hash_as_the_base(base: BaseState) -> Non
         lambda db: setattr(db, "note", "now set ☃"),
         lambda db: setattr(db, "title", None),
         lambda db: setattr(db, "items", {"q": Item(name="replaced whole")}),
+        lambda db: db.ledger.rows["r2"].__setitem__("n", 99),
+        lambda db: db.ledger.rows.__setitem__("r1", {"new": True}),
+        lambda db: db.ledger.rows.__setitem__("z", {"last": 1.0}),
+        lambda db: db.ledger.rows.__delitem__("r0"),
+        lambda db: setattr(db.ledger, "notes", "rewritten"),
+        lambda db: setattr(db.ledger, "owner", "someone"),
+        lambda db: setattr(db.ledger, "rows", {"only": {"a": 1}}),
+        lambda db: setattr(db, "ledger", Ledger(rows={"q": {}})),
     ],
 )
 def test_one_edit_hashes_as_the_full_text(base: BaseState, edit) -> None:
@@ -131,6 +153,31 @@ def test_random_edits_hash_as_the_full_text(monkeypatch: pytest.MonkeyPatch) -> 
             else:
                 _ = db.items.get(key)
             _check(db)
+
+
+def test_nested_tables_are_copied_record_by_record(base: BaseState) -> None:
+    assert base.nested_tables == {"ledger": "rows"}
+    db = CowDB(base)
+    _ = db.ledger.rows["r2"], db.ledger.notes  # reads copy nothing the hash sees
+    assert db.changes() == () and db.snapshot()["ledger"] == base.field_json("ledger")
+    db.ledger.rows["r4"]["n"] = -1
+    assert db.ledger.rows._own.keys() == {"r2", "r4"}
+    assert [name for name, _, _ in db.changes()] == ["ledger"]
+    assert db.snapshot()["ledger"]["rows"]["r4"]["n"] == -1
+    assert base.model.ledger.rows["r4"]["n"] == 4  # the base is untouched
+    _check(db)
+
+
+def test_nested_table_updates_merge_record_by_record(base: BaseState) -> None:
+    db = CowDB(base)
+    db.apply_update({"ledger": {"rows": {"r2": {"x": 5}, "new": {"k": "v"}}}})
+    rows = db.snapshot()["ledger"]["rows"]
+    assert rows["r2"] == {"n": 2, "x": 5, "f": 2.0} and rows["new"] == {"k": "v"}
+    assert db.ledger.rows._own.keys() == {"r2", "new"}
+    _check(db)
+    db.apply_update({"ledger": {"notes": "other"}})  # any other field: the whole value
+    assert db.snapshot()["ledger"]["notes"] == "other"
+    _check(db)
 
 
 def test_equal_states_share_one_memo_entry(base: BaseState) -> None:
@@ -174,8 +221,13 @@ def test_mock_domain_both_sides_hash_as_the_full_text() -> None:
         _check(db)
 
 
-@pytest.mark.needs_data("airline", "retail")
-@pytest.mark.parametrize("name", ["airline", "retail"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.needs_data(n))
+        for n in ("airline", "retail", "banking_knowledge")
+    ],
+)
 def test_real_domains_hash_as_the_full_text_after_their_gold_actions(name: str) -> None:
     domain = load_domains([name], conf.DATA_DIR)[name]
     store = EpisodeStore({name: domain})

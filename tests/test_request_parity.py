@@ -5,10 +5,15 @@ seed) for the agent, the user simulator and the NL judge.
 Runs the conformance kit's own checker (`conformance/requests/tools/request_parity.py`), which
 starts its fake model server (no key, loopback only) and runs `tau-harness run` once per
 recorded run. The runs are split over two checker processes to halve the wall time.
+
+The subfolders are checked too: `banking_knowledge/` (one run per retrieval config; the
+`terminal_use` run needs the shell sandbox of issue 21 and is left out while this build has
+none) and `telecom-workflow/`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -28,11 +33,11 @@ WORKERS = 2
 pytestmark = [pytest.mark.needs_data("conformance", "reference_texts"), pytest.mark.e2e]
 
 
-def _run_ids() -> list[str]:
-    return sorted(p.stem for p in REQUESTS.glob("*.json") if p.name != "index.json")
+def _run_ids(folder: Path = REQUESTS) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.json") if p.name != "index.json")
 
 
-def _check(run_ids: list[str]) -> tuple[str, tuple[int, int, int, int]]:
+def _check(run_ids: list[str], folder: Path = REQUESTS) -> tuple[str, tuple[int, int, int, int]]:
     only = [arg for run_id in run_ids for arg in ("--only", run_id)]
     bin_dir = str(Path(sys.executable).parent)  # this venv's tau-harness
     env = dict(
@@ -42,7 +47,7 @@ def _check(run_ids: list[str]) -> tuple[str, tuple[int, int, int, int]]:
         LITELLM_LOCAL_MODEL_COST_MAP="True",
     )
     done = subprocess.run(
-        [sys.executable, str(CHECKER), str(REQUESTS), "--data-dir", str(DATA_DIR), *only],
+        [sys.executable, str(CHECKER), str(folder), "--data-dir", str(DATA_DIR), *only],
         capture_output=True,
         text=True,
         env=env,
@@ -65,5 +70,35 @@ def test_every_recorded_run_sends_the_reference_requests():
     same_requests = sum(r[1][2] for r in results)
     requests = sum(r[1][3] for r in results)
     report = "\n".join(r[0] for r in results)
+    assert runs == len(run_ids), report
+    assert (same_runs, same_requests) == (runs, requests), report
+
+
+def _offline_runs(folder: Path) -> list[str]:
+    """The folder's runs whose retrieval config this build can run (all of them outside
+    banking_knowledge)."""
+    from servers.knowledge import registry
+
+    runs = []
+    for run_id in _run_ids(folder):
+        fixture = json.loads((folder / f"{run_id}.json").read_text())
+        config = fixture.get("retrieval_config")
+        if config in SHELL_CONFIGS and registry.kind("shell") is None:
+            continue
+        runs.append(run_id)
+    return runs
+
+
+SHELL_CONFIGS = {"terminal_use", "terminal_use_write"}
+
+
+@pytest.mark.parametrize("subfolder", ["banking_knowledge", "telecom-workflow"])
+def test_every_offline_run_of_a_subfolder_sends_the_reference_requests(subfolder: str):
+    folder = REQUESTS / subfolder
+    if not folder.is_dir():
+        pytest.skip(f"no {subfolder} request fixtures in {REQUESTS}")
+    run_ids = _offline_runs(folder)
+    assert run_ids, f"no runnable fixtures in {folder}"
+    report, (same_runs, runs, same_requests, requests) = _check(run_ids, folder)
     assert runs == len(run_ids), report
     assert (same_runs, same_requests) == (runs, requests), report

@@ -14,7 +14,7 @@ INIT = mcp_initialize("soak")
 async def test_unclosed_mcp_sessions_end_with_their_episode() -> None:
     async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         tau = srv.app.state.tau
-        apps = [await tau.mcp_apps.get(("mock", side)) for side in ("agent", "user")]
+        apps = [await tau.mcp_apps.get(("mock", side, None)) for side in ("agent", "user")]
         managers = [session_manager_of(app) for app in apps]
         opened = []
         for n in range(4):

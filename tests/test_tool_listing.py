@@ -1,6 +1,7 @@
 """One tool listing for every surface: each registered surface (`servers.surfaces`), for every
-domain and view, shows exactly the reference's tools (`tau2/reference_texts/tools/<domain>.json`:
-names, descriptions, input schemas, order) when the data has them, else our own.
+domain, view and retrieval config it can run here, shows exactly the reference's tools
+(`tau2/reference_texts/tools/<domain>.json`: names, descriptions, input schemas, order; per
+retrieval config for banking_knowledge) when the data has them, else our own.
 
 The surfaces are not listed here: every module of the project is imported, each surface
 registers itself where it is built, and the test enumerates the registry. A surface that does
@@ -21,22 +22,26 @@ from pathlib import Path
 
 import pytest
 
+from conversation.reference_prompts import user_tool_filter
 from conversation.tools import ToolInfo
 from harness.agents.base import AgentContext
 from harness.agents.llm_agent import SoloAgent
 from harness.agents.stop_tool import solo_stop_tool
+from harness.surface_probes import probe_task
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
 from servers.engine.data import DEMO_DIR
 from servers.engine.errors import DataError
 from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
+from servers.engine.variants import VariantError
 from servers.guards import LOOPBACK_HOSTS
 from servers.surfaces import (
     Surface,
     UnregisteredSurface,
     as_shown,
     from_openai,
+    listing_as_shown,
     surfaces,
 )
 from tests.support.server import DATA_DIR, InProcess, serving
@@ -45,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
+LISTING_FUNCTIONS = ("tool_listing", "listing_for")
+ENGINE_SESSION_NAME = "engine backend tool session (tests)"
 
 
 def _import_everything() -> dict[str, str]:
@@ -67,18 +74,50 @@ def _import_everything() -> dict[str, str]:
 MISSING_EXTRAS = _import_everything()
 SURFACES = {surface.name: surface for surface in surfaces()}
 REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
+# The retrieval configs every surface runs here (no network, no shell sandbox). The others
+# (embeddings, rerankers, terminal_use*, alltools*) are refused by every surface's real path,
+# which creates an episode (or resolves the config) first: their listing is checked through
+# the registry's one listing below, which every surface reads and which needs no backend.
+OFFLINE_CONFIGS = ("no_knowledge", "full_kb", "golden_retrieval", "grep_only", "bm25", "bm25_grep")
 
 
-def _reference(domain: str, side: str) -> list[dict]:
-    return json.loads((TOOLS_DIR / f"{domain}.json").read_text())[side]
+def _variants(domain: str) -> list[str | None]:
+    """The variants a surface is probed with: a domain's offline retrieval configs, else none."""
+    return list(OFFLINE_CONFIGS) if domain_spec(domain).variants is not None else [None]
 
 
-def _reference_view(domain: str, view: str) -> list[dict] | None:
+CASES = [(domain, variant) for domain in REFERENCE_DOMAINS for variant in _variants(domain)]
+
+
+def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
+    """The schemas the reference sends for a side. A file listing tools per variant
+    (banking_knowledge: per retrieval config) names them; without a config, the variant the
+    domain's own toolkit is."""
     raw = json.loads((TOOLS_DIR / f"{domain}.json").read_text())
+    entries = raw[side]
+    if isinstance(entries, dict):
+        entries = entries[config or domain_spec(domain).tool_variant]
+    named = dict(raw.get("schemas") or {})
+    named.update({e["function"]["name"]: e for e in raw.get(f"{side}_schemas") or []})
+    return [named[e] if isinstance(e, str) else e for e in entries]
+
+
+def _reference_view(domain: str, view: str, config: str | None = None) -> list[dict] | None:
     if view == "solo":
-        solo = raw.get("solo")
+        solo = json.loads((TOOLS_DIR / f"{domain}.json").read_text()).get("solo")
         return from_openai(solo["tools_in_order"]) if solo else None
-    return from_openai(raw[view])
+    return from_openai(_reference(domain, view, config))
+
+
+def _narrowed(tools: list[dict], domain) -> list[dict]:
+    """The user tools the probe task allows, as the reference narrows the user's tools: the
+    task's `user_tools` when it lists them (none if it names a tool the domain lacks)."""
+    allowed = user_tool_filter(probe_task(domain))
+    if allowed is None:
+        return tools
+    if set(allowed) - {t["name"] for t in tools}:
+        return []
+    return [t for t in tools if t["name"] in allowed]
 
 
 def _check(surface: Surface, shown: list[dict] | None, expected: list[dict] | None, where: str):
@@ -99,8 +138,8 @@ def _check(surface: Surface, shown: list[dict] | None, expected: list[dict] | No
     )
 
 
-def _probe(surface: Surface, domain, view: str):
-    return asyncio.run(surface.shown(domain, view))  # type: ignore[arg-type]
+def _probe(surface: Surface, domain, view: str, variant: str | None = None):
+    return asyncio.run(surface.shown(domain, view, variant))  # type: ignore[arg-type]
 
 
 def test_modules_whose_extra_is_missing_are_named() -> None:
@@ -112,22 +151,20 @@ def test_modules_whose_extra_is_missing_are_named() -> None:
 
 
 def test_only_the_registry_reads_the_engine_listing() -> None:
-    """No production module reaches `tool_listing` but `servers/surfaces.py`: a surface gets its
-    tools only through a registered `Surface`."""
+    """No production module reaches the engine's listing functions (`tool_listing`,
+    `listing_for`) but `servers/surfaces.py`: a surface gets its tools only through a
+    registered `Surface`."""
     readers = []
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
-                if (
-                    isinstance(node, ast.ImportFrom)
-                    and node.module == "servers.engine.tool_listing"
-                ):
-                    if any(alias.name == "tool_listing" for alias in node.names):
-                        readers.append(str(path.relative_to(ROOT)))
-                elif isinstance(node, ast.ImportFrom) and node.module == "servers.engine":
-                    if any(alias.name == "tool_listing" for alias in node.names):
-                        readers.append(str(path.relative_to(ROOT)))
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                if node.module not in ("servers.engine.tool_listing", "servers.engine"):
+                    continue
+                if any(alias.name in LISTING_FUNCTIONS for alias in node.names):
+                    readers.append(str(path.relative_to(ROOT)))
     assert readers == ["servers/surfaces.py"]
 
 
@@ -139,14 +176,56 @@ def test_an_unregistered_surface_gets_no_listing() -> None:
 
 
 @pytest.mark.needs_data("reference_texts")
-@pytest.mark.parametrize("domain_name", REFERENCE_DOMAINS)
+@pytest.mark.parametrize(("domain_name", "variant"), CASES)
 @pytest.mark.parametrize("surface_name", sorted(SURFACES))
-def test_every_surface_shows_the_reference_tools(surface_name: str, domain_name: str) -> None:
+def test_every_surface_shows_the_reference_tools(
+    surface_name: str, domain_name: str, variant: str | None
+) -> None:
+    """Each surface, run with each retrieval config it can run here, shows that config's tools
+    as the reference lists them (banking_knowledge: `agent: {config: [names]}`)."""
     surface = SURFACES[surface_name]
     domain = load_domains([domain_name], DATA_DIR)[domain_name]
+    where = f"{domain_name}{'/' + variant if variant else ''}"
     for view in surface.views:
-        shown = _probe(surface, domain, view)
-        _check(surface, shown, _reference_view(domain_name, view), f"{domain_name}/{view}")
+        expected = _reference_view(domain_name, view, variant)
+        if view == "user" and surface.narrows_user_tools and expected is not None:
+            expected = _narrowed(expected, domain)
+        shown = _probe(surface, domain, view, variant)
+        _check(surface, shown, expected, f"{where}/{view}")
+
+
+@pytest.mark.needs_data("banking_knowledge", "reference_texts")
+def test_the_registry_lists_every_retrieval_config_as_the_reference() -> None:
+    """Every retrieval config the reference lists, those that cannot run here included: the
+    registry's listing (what each surface shows) needs no backend, only the config's tools."""
+    domain = load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
+    raw = json.loads((TOOLS_DIR / "banking_knowledge.json").read_text())
+    assert set(OFFLINE_CONFIGS) < set(raw["agent"])
+    surface = SURFACES["tau-server /{domain}/{side}/mcp"]
+    for config in raw["agent"]:
+        listed = listing_as_shown(surface.tools(domain, "agent", config))
+        assert listed == _reference_view("banking_knowledge", "agent", config), config
+        user = listing_as_shown(surface.tools(domain, "user", config))
+        assert user == _reference_view("banking_knowledge", "user"), config
+
+
+@pytest.mark.needs_data("banking_knowledge", "reference_texts")
+def test_a_config_that_cannot_run_here_is_refused_not_listed_wrong() -> None:
+    """A surface run with a config that needs a network or a shell refuses it in one sentence
+    naming an offline config, rather than listing some other config's tools."""
+    domain = load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
+    refused = []
+    for config in json.loads((TOOLS_DIR / "banking_knowledge.json").read_text())["agent"]:
+        try:
+            domain.resolve_variant(config)
+        except VariantError:
+            refused.append(config)
+    if not refused:
+        pytest.skip("every retrieval config can run on this machine")
+    names = ("tau-server stdio", "verifiers environment (tool_defs)", ENGINE_SESSION_NAME)
+    for name in names:
+        with pytest.raises(VariantError, match="use an offline config"):
+            _probe(SURFACES[name], domain, "agent", refused[0])
 
 
 @pytest.mark.parametrize("surface_name", sorted(SURFACES))

@@ -45,11 +45,11 @@ class GTAgent(LLMAgent):
         return f"{conversation_prompt(self.context.policy)}\n\n{OWN_STEPS_HEADING}\n{steps}"
 
 
-async def _shown_to_gt_model(domain: Domain, view: View) -> list[ShownTool]:
+async def _shown_to_gt_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
     from harness.surface_probes import captured_participant
 
     task = next(t for t in domain.tasks.values() if gold_actions(t))
-    agent = await captured_participant(domain, "agent", GTAgent, task=task)
+    agent = await captured_participant(domain, "agent", GTAgent, task=task, variant=variant)
     return from_openai(agent.tool_schemas)
 
 

@@ -126,7 +126,9 @@ class SoloAgent(LLMAgent):
         return message.content is not None and self.stop_token in message.content
 
 
-async def _shown_to_agent_model(domain: Domain, view: View) -> list[ShownTool] | None:
+async def _shown_to_agent_model(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool] | None:
     """The `tools` of the model requests of the agent the runner builds (see
     `harness.surface_probes`)."""
     from harness.surface_probes import captured_participant
@@ -134,9 +136,9 @@ async def _shown_to_agent_model(domain: Domain, view: View) -> list[ShownTool] |
     if view == "solo":
         if not domain.supports_solo:
             return None
-        agent = await captured_participant(domain, "agent", SoloAgent, solo=True)
+        agent = await captured_participant(domain, "agent", SoloAgent, solo=True, variant=variant)
     else:
-        agent = await captured_participant(domain, "agent", LLMAgent)
+        agent = await captured_participant(domain, "agent", LLMAgent, variant=variant)
     return from_openai(agent.tool_schemas)
 
 

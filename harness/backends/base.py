@@ -13,6 +13,7 @@ from conversation.tools import InfrastructureError, Side, ToolInfo, ToolResult, 
 
 __all__ = [
     "EpisodeBackend",
+    "EpisodeOptions",
     "EpisodeRef",
     "InfrastructureError",
     "Side",
@@ -28,10 +29,32 @@ class EpisodeRef:
     episode_id: str
     agent_mcp: str
     user_mcp: str
+    # The retrieval config the episode was created with (its agent tools depend on it).
+    retrieval_config: str | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """How an episode is set up beyond its task: the retrieval config (and its kwargs) of a
+    domain that has them (banking_knowledge), as the contract's POST body names them."""
+
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The fields of `POST /{domain}/episodes` (none when unset)."""
+        out: dict[str, Any] = {}
+        if self.retrieval_config is not None:
+            out["retrieval_config"] = self.retrieval_config
+        if self.retrieval_kwargs:
+            out["retrieval_kwargs"] = self.retrieval_kwargs
+        return out
 
 
 class EpisodeBackend(Protocol):
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef: ...
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef: ...
 
     async def open_session(self, ref: EpisodeRef, side: Side) -> ToolSession: ...
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backends import EpisodeRef, Side, ToolInfo, ToolResult
+from harness.backends import EpisodeOptions, EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
 from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 
-async def _shown_by_engine_session(domain: Domain, view: View) -> list[ShownTool]:
+async def _shown_by_engine_session(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
     backend = EngineBackend({domain.name: domain})
-    ref = await backend.create_episode(domain.name, None)
+    ref = await backend.create_episode(domain.name, None, EpisodeOptions(retrieval_config=variant))
     session = await backend.open_session(ref, view)  # type: ignore[arg-type]
     return [as_shown(t.name, t.description, t.input_schema) for t in await session.list_tools()]
 
@@ -32,7 +34,7 @@ class _EngineSession:
 
     async def list_tools(self) -> list[ToolInfo]:
         episode = self._store.get(self._ref.domain, self._ref.episode_id)
-        listing = ENGINE_SESSION.tools(episode.domain, self._side)
+        listing = ENGINE_SESSION.episode_tools(episode, self._side)
         return [ToolInfo(s.name, s.description, s.input_schema) for s in listing.tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -47,10 +49,16 @@ class EngineBackend:
     def __init__(self, domains: dict[str, Domain]) -> None:
         self.store = EpisodeStore(domains)
 
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
-        episode = self.store.create(domain, task_id)
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef:
+        options = options or EpisodeOptions()
+        loaded = self.store.domain(domain)
+        variant = loaded.resolve_variant(options.retrieval_config, options.retrieval_kwargs)
+        episode = self.store.create(domain, task_id, variant=variant)
         base = f"/{domain}/episodes/{episode.id}"
-        return EpisodeRef(domain, episode.id, f"{base}/agent/mcp", f"{base}/user/mcp")
+        config = variant.name if variant is not None else None
+        return EpisodeRef(domain, episode.id, f"{base}/agent/mcp", f"{base}/user/mcp", config)
 
     async def open_session(self, ref: EpisodeRef, side: Side) -> _EngineSession:
         return _EngineSession(self.store, ref, side)

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from harness.backends import (
+    EpisodeOptions,
     EpisodeRef,
     InfrastructureError,
     Side,
@@ -134,7 +135,7 @@ class HttpBackend:
         # (domain, side), so later sessions neither probe nor list again.
         self._modern: bool | None = True if app is not None else None
         self._mcp_mode = "auto"
-        self._tool_lists: dict[tuple[str, str], list[ToolInfo]] = {}
+        self._tool_lists: dict[tuple[str, str, str | None], list[ToolInfo]] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
     async def start(self) -> HttpBackend:
@@ -210,28 +211,35 @@ class HttpBackend:
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/health")
 
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef:
         # A fresh id chosen here makes the POST idempotent: if a dropped connection makes the
         # transport send it twice, the second answer is 409 "already exists" for our episode.
         episode_id = uuid.uuid4().hex
+        body = {"task_id": task_id, "episode_id": episode_id}
+        if options is not None:
+            body |= options.body()
         data = await self._request(
             "POST",
             f"/{domain}/episodes",
-            {"task_id": task_id, "episode_id": episode_id},
+            body,
             idempotent=True,
             accept=(409,),
         )
+        config = options.retrieval_config if options is not None else None
         if data is None:
             base = f"/{domain}/episodes/{episode_id}"
-            return EpisodeRef(domain, episode_id, f"{base}/agent/mcp", f"{base}/user/mcp")
-        return EpisodeRef(domain, data["episode_id"], data["agent_mcp"], data["user_mcp"])
+            return EpisodeRef(domain, episode_id, f"{base}/agent/mcp", f"{base}/user/mcp", config)
+        return EpisodeRef(domain, data["episode_id"], data["agent_mcp"], data["user_mcp"], config)
 
     async def open_session(self, ref: EpisodeRef, side: Side) -> ToolSession:
         assert self.exchange is not None, "backend not started"
         path = ref.agent_mcp if side == "agent" else ref.user_mcp
         if path.startswith("http"):
             path = "/" + path.split("://", 1)[1].partition("/")[2]
-        key = (ref.domain, side)
+        # Listings are cached per domain, side and retrieval config (the agent's tools differ).
+        key = (ref.domain, side, ref.retrieval_config)
         if self._modern is None:
             self._modern = await supports_modern(self.exchange, path)
         if self._modern:
@@ -244,7 +252,7 @@ class HttpBackend:
             self._tool_lists[key] = await session.list_tools()
         return session
 
-    async def _sdk_session(self, path: str, key: tuple[str, str]) -> McpToolSession:
+    async def _sdk_session(self, path: str, key: tuple[str, str, str | None]) -> McpToolSession:
         """A session through the MCP SDK client, for servers older than the sessionless
         protocol revision."""
         session = await McpToolSession.open(

@@ -12,9 +12,15 @@ from rich.console import Console
 from conversation.llm import DEFAULT_LLM
 from grading import Judge
 from harness.wiring import build_judge, load_domain, open_backend
+from servers.domains.registry import DOMAIN_NAMES
+
+#: `--domain`'s help: the domains this install knows.
+DOMAIN_HELP = ", ".join(DOMAIN_NAMES) + "."
 
 __all__ = [
     "JUDGE_HELP",
+    "RETRIEVAL_HELP",
+    "RETRIEVAL_KWARGS_HELP",
     "console",
     "fail",
     "json_arg",
@@ -22,6 +28,7 @@ __all__ = [
     "llm_args_option",
     "load_domain",
     "open_backend",
+    "retrieval_kwargs_option",
     "split_ids",
 ]
 
@@ -30,6 +37,16 @@ console = Console()
 JUDGE_HELP = (
     "Model judging NL assertions; 'none' skips them (default: the reference texts' judge "
     f"model, else {DEFAULT_LLM})."
+)
+
+RETRIEVAL_HELP = (
+    "banking_knowledge: how the agent reaches the knowledge base (default: alltools, the "
+    "reference's, which needs OPENAI_API_KEY and a sandbox; offline: no_knowledge, full_kb, "
+    "golden_retrieval, bm25, bm25_grep, grep_only)."
+)
+RETRIEVAL_KWARGS_HELP = (
+    "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "
+    "case_sensitive, reranker_min_score)."
 )
 
 
@@ -55,6 +72,17 @@ def json_arg(name: str, raw: str | None) -> dict[str, Any]:
 def llm_args_option(name: str, raw: str | None) -> dict[str, Any] | None:
     """Model arguments: None when not given (the defaults apply); given ones replace them."""
     return None if raw is None else json_arg(name, raw)
+
+
+def retrieval_kwargs_option(raw: str | None) -> dict[str, Any] | None:
+    """`--retrieval-config-kwargs`: None when not given; anything but a JSON object of known
+    options fails with one sentence."""
+    from servers.engine.variants import VariantError, parse_kwargs
+
+    try:
+        return parse_kwargs(raw)
+    except VariantError as exc:
+        fail(str(exc))
 
 
 def judge_option(model: str | None, raw_args: str | None) -> Judge | None:

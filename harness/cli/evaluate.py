@@ -11,11 +11,13 @@ import typer
 from harness.backends import InfrastructureError
 from harness.cli.common import (
     JUDGE_HELP,
+    RETRIEVAL_KWARGS_HELP,
     console,
     fail,
     judge_option,
     load_domain,
     open_backend,
+    retrieval_kwargs_option,
 )
 from harness.preflight import check_models, judge_use, needs_judge
 from harness.report import print_summary
@@ -39,6 +41,15 @@ def evaluate(
     ),
     server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config the episodes are rebuilt with (default: "
+        "the one the results file records).",
+    ),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from conversation.reference_texts import reference_texts
@@ -52,10 +63,13 @@ def evaluate(
         loaded = load_domain(domain, data_dir)
         if judge is not None and needs_judge(tasks_of(loaded, document)):
             check_models([judge_use(judge.for_texts(reference_texts(loaded.data_dir)))])
+        options = _evaluate_options(
+            loaded, document, retrieval_config, retrieval_kwargs_option(retrieval_config_kwargs)
+        )
         with results_lock(save_to):  # no run may write there meanwhile
             refuse_unfinished_run(save_to)
             graded = asyncio.run(
-                _evaluate(loaded, document, judge, server, server_token, max_concurrency)
+                _evaluate(loaded, document, judge, server, server_token, max_concurrency, options)
             )
             write_regraded(save_to, graded)
     except (EngineError, InfrastructureError, ResultsError, ValueError) as exc:
@@ -67,12 +81,31 @@ def evaluate(
     console.print(f"re-graded results saved to {save_to}")
 
 
-async def _evaluate(domain, document, judge, server, token, concurrency) -> dict[str, Any]:
+def _evaluate_options(domain, document, config: str | None, kwargs: dict | None):
+    """The episode options re-grading uses: the given retrieval config, else the one the results
+    file's header records (a domain with retrieval configs must run one that works here)."""
+    from harness.backends import EpisodeOptions
+
+    if domain.variants is None and config is None and kwargs is None:
+        return None
+    info = document.get("info") if isinstance(document, dict) else None
+    info = info if isinstance(info, dict) else {}
+    if config is None:
+        config = info.get("retrieval_config")
+        kwargs = kwargs if kwargs is not None else info.get("retrieval_config_kwargs")
+    variant = domain.resolve_variant(config, kwargs)
+    return EpisodeOptions(variant.name, dict(variant.kwargs) or None) if variant else None
+
+
+async def _evaluate(
+    domain, document, judge, server, token, concurrency, options=None
+) -> dict[str, Any]:
     from grading import Grader
     from harness.evaluate import regrade
 
     backend = await open_backend(domain, server, token)
     try:
-        return await regrade(backend, domain, Grader(backend, domain, judge), document, concurrency)
+        grader = Grader(backend, domain, judge, options)
+        return await regrade(backend, domain, grader, document, concurrency)
     finally:
         await backend.close()

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import fail, json_arg, load_domain, split_ids
+from harness.cli.common import (
+    DOMAIN_HELP,
+    RETRIEVAL_KWARGS_HELP,
+    fail,
+    json_arg,
+    load_domain,
+    retrieval_kwargs_option,
+    split_ids,
+)
 from servers.engine.errors import EngineError
 
 export_app = typer.Typer(
@@ -16,7 +24,7 @@ export_app = typer.Typer(
 
 @export_app.command("ep-rows")
 def ep_rows_command(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     split: str = typer.Option("base", "--split", help="Task split (ignored with --task-ids)."),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
@@ -29,6 +37,15 @@ def ep_rows_command(
     ),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write ('-': stdout)."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Data folder (default $TAU2_DATA_DIR)."),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config the rows' sessions run (and whose policy "
+        "they carry).",
+    ),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from harness.integrations.ep_rows import ep_rows, to_jsonl
@@ -37,8 +54,9 @@ def ep_rows_command(
     args = json_arg("--user-llm-args", user_llm_args) or None
     ids = split_ids(task_ids)
     try:
+        kwargs = retrieval_kwargs_option(retrieval_config_kwargs)
         loaded = load_domain(domain, data_dir, ready="lazy")
-        rows = ep_rows(loaded, split, ids, user_llm, args)
+        rows = ep_rows(loaded, split, ids, user_llm, args, retrieval_config, kwargs)
     except EngineError as exc:
         fail(str(exc))
         return

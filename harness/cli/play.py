@@ -10,7 +10,17 @@ import typer
 
 from conversation.llm import DEFAULT_LLM
 from harness.backends import InfrastructureError
-from harness.cli.common import console, fail, json_arg, load_domain, open_backend
+from harness.cli.common import (
+    DOMAIN_HELP,
+    RETRIEVAL_HELP,
+    RETRIEVAL_KWARGS_HELP,
+    console,
+    fail,
+    json_arg,
+    load_domain,
+    open_backend,
+    retrieval_kwargs_option,
+)
 from harness.errors import ConfigError
 from harness.report import print_grade
 from harness.results import ResultsError
@@ -18,7 +28,7 @@ from servers.engine.errors import EngineError
 
 
 def play(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     task_id: str = typer.Option(..., "--task-id", help="The task to play."),
     side: str = typer.Option("agent", "--as", help="Your side: agent or user."),
     agent: str = typer.Option("llm", help="When you play the user: the llm or oracle agent."),
@@ -33,6 +43,10 @@ def play(
     ),
     server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
     data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
@@ -50,6 +64,8 @@ def play(
             user_llm_args if side == "agent" else agent_llm_args,
         ),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
 
     async def go(loaded) -> dict[str, Any]:

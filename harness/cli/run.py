@@ -19,13 +19,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from conversation.llm import set_request_gate
 from harness.backends import EpisodeBackend, InfrastructureError
 from harness.cli.common import (
+    DOMAIN_HELP,
     JUDGE_HELP,
+    RETRIEVAL_HELP,
+    RETRIEVAL_KWARGS_HELP,
     console,
     fail,
     judge_option,
     llm_args_option,
     load_domain,
     open_backend,
+    retrieval_kwargs_option,
     split_ids,
 )
 from harness.cli.review import REVIEW_LLM_HELP
@@ -64,7 +68,7 @@ _FROM = (
 
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(None, "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(None, "--domain", help=DOMAIN_HELP),
     preset: str = typer.Option(
         None,
         "--preset",
@@ -108,6 +112,12 @@ def run(
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help="A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+        "default: the domain's own tasks.",
+    ),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
     ),
@@ -170,6 +180,10 @@ def run(
         "full", "--review-mode", help="With --auto-review: full or user."
     ),
     review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if preset is not None:
@@ -177,7 +191,9 @@ def run(
     if show_preset:
         fail("--show goes with --preset NAME")
     if not domain:
-        fail("--domain is required (mock, airline, retail or telecom), or a --preset that sets it")
+        fail(
+            "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
+        )
     if ctx.args:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
         # here. Anything else left over is a mistake worth one clear sentence.
@@ -209,11 +225,13 @@ def run(
         save_to=save_to,
         preset=ctx.meta.get(PRESET_KEY),
         review=_review_settings(auto_review, review_mode, review_llm),
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
     try:
         limits = parse_provider_limits(provider_limit)
         count = _worker_count(workers)
-        loaded = load_domain(domain, data_dir)
+        loaded = load_domain(domain, data_dir, task_set=task_set_name)
         if ray is None and count is not None and count != 1:
             simulations = _run_with_workers(
                 config, loaded, count, server, server_token, limits, agent_cmd, timeout

@@ -9,7 +9,17 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import fail, json_arg, judge_option, load_domain, open_backend
+from harness.cli.common import (
+    DOMAIN_HELP,
+    RETRIEVAL_HELP,
+    RETRIEVAL_KWARGS_HELP,
+    fail,
+    json_arg,
+    judge_option,
+    load_domain,
+    open_backend,
+    retrieval_kwargs_option,
+)
 from harness.config import DEFAULT_SEED
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
@@ -31,7 +41,7 @@ log = logging.getLogger("tau.harness.serve")
 
 
 def serve(
-    domain: str = typer.Option(..., "--domain", help="mock, airline, retail or telecom."),
+    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
     user: str = typer.Option("llm", help="The simulated customer: llm or scripted."),
     user_llm: str = typer.Option(
         None, "--user-llm", help="litellm model name for the user simulator."
@@ -76,6 +86,10 @@ def serve(
     header_timeout: HeaderTimeoutOpt = DEFAULTS["header_timeout"],
     body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
+    retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
+    retrieval_config_kwargs: str = typer.Option(
+        None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
+    ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from conversation.llm import DEFAULT_LLM
@@ -103,6 +117,8 @@ def serve(
         max_errors=max_errors,
         judge=judge_option(judge_llm or DEFAULT_LLM, judge_llm_args),
         save_to=save_to,
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
     try:
         guards, policy = http_settings(

@@ -46,6 +46,7 @@ class WorkerPayload:
 
     domain: str
     data_dir: str
+    task_set: str | None
     server: str | None
     token: str | None
     config: RunConfig
@@ -65,7 +66,7 @@ class _Worker:
         async with self._lock:
             if self._runner is None:
                 p = self.payload
-                domain = load_domain(p.domain, Path(p.data_dir), ready="warm")
+                domain = load_domain(p.domain, Path(p.data_dir), ready="warm", task_set=p.task_set)
                 backend = await open_backend(domain, p.server, p.token)
                 if p.limiter is not None:
                     from conversation.llm import set_request_gate
@@ -212,6 +213,7 @@ class RayPool:
         payload = WorkerPayload(
             domain=runner.domain.name,
             data_dir=str(runner.domain.data_dir),
+            task_set=runner.domain.task_set,
             server=server,
             token=token,
             config=worker_config,

@@ -31,8 +31,12 @@ def ep_rows(
     task_ids: list[str] | None = None,
     user_llm: str = DEFAULT_USER_LLM,
     user_llm_args: dict[str, Any] | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows, in the split's task order (or the order of `task_ids`)."""
+    """The rows, in the split's task order (or the order of `task_ids`). For a domain with
+    retrieval configs the rows name theirs (`environment_context.retrieval_config`), which the
+    server gives each session, and carry its policy."""
     if task_ids:
         unknown = [t for t in task_ids if t not in domain.tasks]
         if unknown:
@@ -42,11 +46,17 @@ def ep_rows(
         ids = list(task_ids)
     else:
         ids = domain.task_ids(split)
-    system_prompt = conversation_prompt(domain.policy())
+    variant = domain.resolve_variant(retrieval_config, retrieval_kwargs)
+    system_prompt = conversation_prompt(domain.policy()) if variant is None else None
     rows = []
     for task_id in ids:
         task = domain.task(task_id)
-        context = {"domain": domain.name, "task_id": task.id}
+        context: dict[str, Any] = {"domain": domain.name, "task_id": task.id}
+        if variant is not None:
+            context["retrieval_config"] = variant.name
+            if variant.kwargs:
+                context["retrieval_kwargs"] = dict(variant.kwargs)
+        prompt = system_prompt or conversation_prompt(variant.policy(task))
         user = {
             "enabled": True,
             "llm": user_llm,
@@ -69,7 +79,7 @@ def ep_rows(
             {
                 "id": rid,
                 **info,
-                "messages": [{"role": "system", "content": system_prompt}],
+                "messages": [{"role": "system", "content": prompt}],
                 "input_metadata": {"row_id": rid, "dataset_info": info},
             }
         )

@@ -47,6 +47,7 @@ from harness.agents.llm_agent import conversation_prompt
 from harness.backends import ToolInfo
 from harness.metrics import INFRA
 from servers.engine.domain import Domain
+from servers.engine.errors import EngineError
 from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 AGENT_CLASS = "harness.integrations.inspect_tasks:InspectAgent"
@@ -115,10 +116,12 @@ def _as_inspect_shows(tool: ShownTool) -> ShownTool:
     return as_shown(info.name, info.description, info.parameters.model_dump(exclude_none=True))
 
 
-async def _shown_to_inspect_model(domain: Domain, view: View) -> list[ShownTool]:
+async def _shown_to_inspect_model(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
     from harness.surface_probes import captured_participant
 
-    agent = await captured_participant(domain, "agent", InspectAgent)
+    agent = await captured_participant(domain, "agent", InspectAgent, variant=variant)
     return [
         as_shown(t.name, t.description, t.parameters.model_dump(exclude_none=True))
         for t in agent.tools
@@ -178,6 +181,8 @@ def tau_mcp_conversation(
     server: str | None = None,
     server_token: str | None = None,
     data_dir: str | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ):
     """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
     from harness.config import DEFAULT_SEED, RunConfig, trial_seed
@@ -198,20 +203,21 @@ def tau_mcp_conversation(
             seed=DEFAULT_SEED if seed is None else seed,
             judge=build_judge(judge_llm or "none", {"temperature": 0.0}),
             max_retries=0,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
         )
+        task = domain.task(str(state.sample_id))
         backend = await open_backend(domain, server, server_token)
         try:
             runner = SimulationRunner(backend, domain, config)
             trial = max(0, state.epoch - 1)
-            sim = await runner.simulate(
-                domain.task(str(state.sample_id)), trial, trial_seed(config.seed, trial)
-            )
+            sim = await runner.simulate(task, trial, trial_seed(config.seed, trial))
         finally:
             await backend.close()
         from conversation.messages import parse_message
 
         state.messages = [
-            ChatMessageSystem(content=conversation_prompt(domain.policy())),
+            ChatMessageSystem(content=conversation_prompt(runner.policy_for(task))),
             *(to_inspect(parse_message(m)) for m in sim["messages"]),
         ]
         state.store.set(GRADE_KEY, sim.get("reward_info"))
@@ -271,12 +277,18 @@ def tau_mcp_task(
     server: str | None = None,
     server_token: str | None = None,
     data_dir: str | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
 ) -> Task:
     from harness.config import RunConfig, select_tasks
     from harness.errors import ConfigError
     from harness.wiring import shared_domain
 
     domain = shared_domain(domain_name, data_dir)
+    try:  # an unknown config, or one that cannot run here, is one sentence before any sample
+        domain.resolve_variant(retrieval_config, retrieval_kwargs)
+    except EngineError as exc:
+        raise ValueError(str(exc)) from None
     ids = _ids(task_ids)
     selection = RunConfig(domain=domain_name, task_split=split, task_ids=ids)
     try:
@@ -307,6 +319,8 @@ def tau_mcp_task(
             server=server,
             server_token=server_token,
             data_dir=data_dir,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
         ),
         scorer=tau_mcp_grade(),
     )
@@ -356,13 +370,39 @@ def tau_mcp_telecom(
     return tau_mcp_task("telecom", split, task_ids, user_llm=user_llm, **options)
 
 
+@task
+def tau_mcp_banking_knowledge(
+    split: str = "base",
+    task_ids: str | list[str] | None = None,
+    user_llm: str = DEFAULT_LLM,
+    retrieval_config: str | None = None,
+    **options: Any,
+) -> Task:
+    """tau2 banking_knowledge domain (a knowledge base the agent searches; -T
+    retrieval_config=bm25_grep and the other offline configs need no key)."""
+    return tau_mcp_task(
+        "banking_knowledge",
+        split,
+        task_ids,
+        user_llm=user_llm,
+        retrieval_config=retrieval_config,
+        **options,
+    )
+
+
 def _namespace_for_editable_installs() -> None:
     """Inspect names an installed package's tasks `harness/<task>` (our top-level package), but
     an editable install gets bare names, and then `inspect eval harness/tau_mcp_mock` finds
     nothing. Register the namespaced names in that case too."""
     from inspect_ai._util.registry import registry_info
 
-    for factory in (tau_mcp_mock, tau_mcp_airline, tau_mcp_retail, tau_mcp_telecom):
+    for factory in (
+        tau_mcp_mock,
+        tau_mcp_airline,
+        tau_mcp_retail,
+        tau_mcp_telecom,
+        tau_mcp_banking_knowledge,
+    ):
         name = registry_info(factory).name
         if "/" not in name:
             task(name=f"harness/{name}")(factory)

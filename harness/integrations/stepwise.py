@@ -23,7 +23,7 @@ from conversation.messages import STOP, ChatMessage, Message, is_agent_stop, par
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.base import _agent_can_see as agent_can_see
 from harness.agents.llm_agent import DONE_TOOL
-from harness.backends import EpisodeBackend, EpisodeRef, ToolInfo
+from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
 from harness.config import RunConfig
 from harness.errors import ConfigError
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -67,6 +67,9 @@ class EpisodeSettings:
     server_token: str | None = None
     max_steps: int = DEFAULT_MAX_STEPS
     max_errors: int = DEFAULT_MAX_ERRORS
+    # banking_knowledge: the retrieval config of every episode (and its kwargs).
+    retrieval_config: str | None = None
+    retrieval_kwargs: dict[str, Any] | None = None
 
     def check(self, seat: Seat) -> None:
         """One clear sentence for a setting that cannot work, before anything is loaded."""
@@ -139,8 +142,10 @@ class EpisodeTracking:
         self._backend = backend
         self.current: EpisodeRef | None = None
 
-    async def create_episode(self, domain: str, task_id: str | None) -> EpisodeRef:
-        self.current = await self._backend.create_episode(domain, task_id)
+    async def create_episode(
+        self, domain: str, task_id: str | None, options: EpisodeOptions | None = None
+    ) -> EpisodeRef:
+        self.current = await self._backend.create_episode(domain, task_id, options)
         return self.current
 
     def __getattr__(self, name: str) -> Any:
@@ -265,6 +270,8 @@ class PolicyDriver:
             max_errors=settings.max_errors,
             max_retries=0,  # a failed episode ends with infrastructure_error, never a re-run
             judge=judge,
+            retrieval_config=settings.retrieval_config,
+            retrieval_kwargs=settings.retrieval_kwargs,
         )
         if seat == "agent":
             solo = settings.solo_mode
@@ -400,7 +407,7 @@ class PolicyDriver:
             "task_id": self.task.id if self.task else None,
             "episode_id": episode.episode_id if episode is not None else None,
             "tools": self.tool_schemas(),
-            "policy": self.runner.policy,
+            "policy": self.runner.policy_for(self.task) if self.task else self.runner.policy,
         }
         if self.task is not None:
             if self.side == "user":

@@ -86,18 +86,23 @@ class TauMcpEnv(vf.MultiTurnEnv):
 
     def __init__(self, settings: EpisodeSettings, domain: Domain, task_ids: list[str], **kwargs):
         self.settings, self.domain = settings, domain
+        variant = domain.resolve_variant(settings.retrieval_config, settings.retrieval_kwargs)
+
+        def policy(task_id: str) -> str:
+            if variant is None:
+                return domain.policy(solo=False)
+            return variant.policy(domain.task(task_id))
+
         rows = [
             {
-                "prompt": [
-                    {"role": "system", "content": conversation_prompt(domain.policy(solo=False))}
-                ],
+                "prompt": [{"role": "system", "content": conversation_prompt(policy(task_id))}],
                 "answer": "",
                 "info": {"task_id": task_id, "domain": domain.name},
             }
             for task_id in task_ids
         ]
         dataset = Dataset.from_list(rows)
-        tools = verifiers_tool_defs(domain)
+        tools = verifiers_tool_defs(domain, variant)
         rubric = vf.Rubric(funcs=[self.tau_reward], weights=[1.0])
         super().__init__(
             dataset=dataset, eval_dataset=dataset, tool_defs=tools, rubric=rubric, **kwargs
@@ -199,10 +204,15 @@ def load_environment(
     data_dir: str | Path | None = None,
     judge_llm: str | None = None,
     judge_llm_args: dict[str, Any] | None = None,
+    retrieval_config: str | None = None,
+    retrieval_kwargs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> TauMcpEnv:
-    """The tau-mcp environment for one domain and task split (or the given `task_ids`)."""
+    """The tau-mcp environment for one domain and task split (or the given `task_ids`);
+    banking_knowledge takes its retrieval config."""
     settings = EpisodeSettings(
+        retrieval_config=retrieval_config,
+        retrieval_kwargs=retrieval_kwargs,
         domain=domain,
         task_split=split,
         user=user,
@@ -219,6 +229,7 @@ def load_environment(
     settings.check("agent")
     try:
         loaded = shared_domain(domain, data_dir)
+        loaded.resolve_variant(retrieval_config, retrieval_kwargs)
         ids = list(task_ids) if task_ids else loaded.task_ids(split)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None

@@ -31,6 +31,8 @@ class PlaySettings:
     save_to: Path | None = None
     max_steps: int = 200
     max_errors: int = 10
+    retrieval_config: str | None = None  # banking_knowledge
+    retrieval_kwargs: dict[str, Any] | None = None
 
 
 def play_config(domain: Domain, settings: PlaySettings) -> RunConfig:
@@ -61,6 +63,8 @@ def play_config(domain: Domain, settings: PlaySettings) -> RunConfig:
         max_steps=settings.max_steps,
         max_errors=settings.max_errors,
         save_to=settings.save_to,
+        retrieval_config=settings.retrieval_config,
+        retrieval_kwargs=settings.retrieval_kwargs,
     )
     select_tasks(domain, config)  # an unknown task id is one sentence, before anything starts
     return config

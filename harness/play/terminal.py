@@ -200,7 +200,7 @@ class HumanUser(UserSimulator):
         return message
 
 
-async def _shown_to_player(domain: Domain, view: View) -> list[ShownTool]:
+async def _shown_to_player(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
     """The tools `/tools` lists to the person on that side (printed to a discarded console)."""
     import io
 
@@ -208,9 +208,12 @@ async def _shown_to_player(domain: Domain, view: View) -> list[ShownTool]:
 
     human = HumanAgent if view == "agent" else HumanUser
     seat = type(human.__name__, (human,), {"terminal": Terminal(Console(file=io.StringIO()))})
-    player = await captured_participant(domain, view, seat)  # type: ignore[arg-type]
+    player = await captured_participant(domain, view, seat, variant=variant)  # type: ignore[arg-type]
     return [as_shown(t.name, t.description, t.input_schema) for t in player.context.tools]
 
 
-#: `tau-harness play`: the tools the person is shown on either side.
-PLAY = register_surface("tau-harness play (/tools)", ("agent", "user"), _shown_to_player)
+#: `tau-harness play`: the tools the person is shown on either side (as the customer, the task's
+#: `user_tools`, as the reference narrows the user's tools).
+PLAY = register_surface(
+    "tau-harness play (/tools)", ("agent", "user"), _shown_to_player, narrows_user_tools=True
+)

@@ -56,9 +56,9 @@ class _Asgi:
 class ServeApp:
     def __init__(self, hub: SimulationHub) -> None:
         self.hub = hub
-        self.mcp = build_simulation_mcp(hub.domain, channel_from_scope).http_app(
-            path="/mcp", json_response=True
-        )
+        self.mcp = build_simulation_mcp(
+            hub.domain, channel_from_scope, hub.runner.variant
+        ).http_app(path="/mcp", json_response=True)
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette):

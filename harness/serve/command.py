@@ -49,7 +49,7 @@ def agent_system_prompt(simulations: SimulationRunner, task: Task) -> str:
     context = AgentContext(
         task=task,
         domain=simulations.domain.name,
-        policy=simulations.policy,
+        policy=simulations.policy_for(task),
         tools=[],
         llm="outside-agent",
         solo=False,

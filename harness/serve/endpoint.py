@@ -23,10 +23,11 @@ from pydantic.json_schema import SkipJsonSchema
 from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
+from servers.engine.variants import Variant
 from servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
 from servers.mcp_listing import tool_title
 from servers.mcp_tools import tool_annotations
-from servers.surfaces import ShownTool, View, register_surface
+from servers.surfaces import ShownTool, View, register_surface, variant_name
 
 SEND_MESSAGE = "send_message_to_user"
 SEND_MESSAGE_DESCRIPTION = (
@@ -102,8 +103,11 @@ class UnknownToolsAsMoves(Middleware):
             return await _call(self.resolve, message.name, message.arguments or {})
 
 
-async def _shown_on_simulation_endpoint(domain: Domain, view: View) -> list[ShownTool]:
-    """`tools/list` on a simulation's endpoint of a `tau-harness serve` app (in-process)."""
+async def _shown_on_simulation_endpoint(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` on a simulation's endpoint of a `tau-harness serve --retrieval-config
+    <variant>` app (in-process)."""
     from harness.backends.http import in_process_backend
     from harness.config import RunConfig
     from harness.serve.app import create_serve_app
@@ -114,7 +118,8 @@ async def _shown_on_simulation_endpoint(domain: Domain, view: View) -> list[Show
 
     backend = await in_process_backend({domain.name: domain})
     try:
-        hub = make_hub(backend, domain, RunConfig(domain.name, agent="mcp", user="scripted"))
+        config = RunConfig(domain.name, agent="mcp", user="scripted", retrieval_config=variant)
+        hub = make_hub(backend, domain, config)
         app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
         try:
             async with running(app):
@@ -135,9 +140,12 @@ SIMULATION_ENDPOINT = register_surface(
 )
 
 
-def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
-    """One server for every simulation of the domain; the policy is its instructions."""
-    policy = domain.policy()
+def build_simulation_mcp(
+    domain: Domain, resolve: ChannelResolver, variant: Variant | None = None
+) -> FastMCP:
+    """One server for every simulation of the domain; the policy is its instructions. With a
+    retrieval config (banking_knowledge), its policy and its agent tools."""
+    policy = variant.policy(None) if variant is not None else domain.policy()
     server = FastMCP(
         f"tau2-{domain.name}-simulation",
         instructions=policy,
@@ -145,7 +153,7 @@ def build_simulation_mcp(domain: Domain, resolve: ChannelResolver) -> FastMCP:
         mask_error_details=False,
         middleware=[UnknownToolsAsMoves(resolve)],
     )
-    listing = SIMULATION_ENDPOINT.tools(domain, "agent")
+    listing = SIMULATION_ENDPOINT.tools(domain, "agent", variant_name(variant))
     for spec in listing.tools:
         server.add_tool(
             MoveTool(

@@ -9,24 +9,36 @@ from servers.engine.data import resolve_data_dir
 from servers.engine.domain import Domain, DomainSpec
 from servers.engine.errors import UnknownDomain
 
-DOMAIN_NAMES = ("mock", "airline", "retail", "telecom")
+DOMAIN_NAMES = (
+    "mock",
+    "airline",
+    "retail",
+    "telecom",
+    "telecom-workflow",
+    "banking_knowledge",
+)
 
 
 def domain_spec(name: str) -> DomainSpec:
     if name not in DOMAIN_NAMES:
         raise UnknownDomain(f"unknown domain '{name}' (known: {', '.join(DOMAIN_NAMES)})")
-    module = importlib.import_module(f"servers.domains.{name}")
+    # A domain's package is its name as a Python identifier (telecom-workflow: telecom_workflow).
+    module = importlib.import_module(f"servers.domains.{name.replace('-', '_')}")
     return module.SPEC
 
 
+def has_data(name: str, data_dir: Path) -> bool:
+    """Does the data folder hold this domain's data?"""
+    return (data_dir / "tau2" / "domains" / domain_spec(name).folder_name).is_dir()
+
+
 def load_domains(
-    names: list[str] | tuple[str, ...] | None = None, data_dir: str | Path | None = None
+    names: list[str] | tuple[str, ...] | None = None,
+    data_dir: str | Path | None = None,
+    task_set: str | None = None,
 ) -> dict[str, Domain]:
-    """Domains bound to a data folder; unknown names and missing folders fail with one sentence."""
+    """Domains bound to a data folder (and to a named task set, see servers/engine/domain.py);
+    unknown names, task sets and missing folders fail with one sentence."""
     folder = resolve_data_dir(data_dir)
-    wanted = (
-        list(names)
-        if names
-        else [n for n in DOMAIN_NAMES if (folder / "tau2" / "domains" / n).is_dir()]
-    )
-    return {name: Domain(domain_spec(name), folder) for name in wanted}
+    wanted = list(names) if names else [n for n in DOMAIN_NAMES if has_data(n, folder)]
+    return {name: Domain(domain_spec(name), folder, task_set) for name in wanted}

@@ -6,8 +6,10 @@ text as slices of the base plus the new parts, with no per-record work for untou
 without building the text itself.
 
 Layout (see canonical.py): `{"field":value,...}`, fields sorted, null fields left out; a dict
-field's value is `{"key":record,...}`, keys sorted, null records left out. The text is ASCII
-(the JSON encoder escapes everything else), so character offsets are byte offsets.
+field's value is `{"key":record,...}`, keys sorted, null records left out. A nested table (see
+cow.py) is a model's canonical object with its records, laid out like a dict field's, in place
+of its records field. The text is ASCII (the JSON encoder escapes everything else), so character
+offsets are byte offsets.
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ class FieldSpan:
 
 @dataclass(frozen=True, slots=True)
 class TableSpans:
-    """Where each record of a dict field sits; a record that dumps to null has no entry."""
+    """Where each record of a table sits; a record that dumps to null has no entry."""
 
     keys: list  # sorted
     index: dict  # key -> position in `keys`
     starts: list[int]  # where `"key":` starts
     value_starts: list[int]
     ends: list[int]
+    open: int  # where the `{` of the records object is
+    close: int  # just past its `}`
 
 
 class CanonicalDoc:
@@ -152,12 +156,15 @@ class CanonicalDoc:
                     _comma(pieces)
                     pieces.append((-1, _head(name) + change[2]))
             else:
-                assert span is not None  # a dict field is never null
+                assert span is not None  # a table field is never null
+                table = self.tables[name]
                 _comma(pieces)
-                pieces.append((span.start, view[span.start : span.value_start]))
+                pieces.append((span.start, view[span.start : table.open]))
                 pieces.append((-1, b"{"))
                 self._table_pieces(name, change[2], pieces)
                 pieces.append((-1, b"}"))
+                if table.close < span.end:  # the rest of a nested table's object
+                    pieces.append((table.close, view[table.close : span.end]))
         pieces.append((-1, b"}"))
         return pieces
 
@@ -220,8 +227,12 @@ class _TextBuilder:
         return text.encode("ascii")
 
 
-def build_doc(model: BaseModel, dict_fields: set[str]) -> CanonicalDoc:
-    """The canonical text of `model` with every part's position."""
+def build_doc(
+    model: BaseModel, dict_fields: set[str], nested_tables: dict[str, str] | None = None
+) -> CanonicalDoc:
+    """The canonical text of `model` with every part's position. `nested_tables`: field ->
+    the records field of its value (see cow.py)."""
+    nested_tables = nested_tables or {}
     out = _TextBuilder()
     out.add("{")
     fields: dict[str, FieldSpan] = {}
@@ -229,7 +240,7 @@ def build_doc(model: BaseModel, dict_fields: set[str]) -> CanonicalDoc:
     order: list[tuple[str, FieldSpan | None]] = []
     for name in sorted(type(model).model_fields):
         value = getattr(model, name)
-        is_table = name in dict_fields
+        is_table = name in dict_fields or name in nested_tables
         fragment = None if is_table else canonical_fragment(value)
         if not is_table and fragment is None:
             order.append((name, None))
@@ -238,8 +249,10 @@ def build_doc(model: BaseModel, dict_fields: set[str]) -> CanonicalDoc:
             out.add(",")
         start = out.add(key_json(name) + ":")
         value_start = out.position
-        if is_table:
+        if name in dict_fields:
             tables[name] = _add_table(value, out)
+        elif name in nested_tables:
+            tables[name] = _add_nested(value, nested_tables[name], out)
         else:
             out.add(fragment)  # type: ignore[arg-type]
         fields[name] = span = FieldSpan(start, value_start, out.position)
@@ -248,13 +261,37 @@ def build_doc(model: BaseModel, dict_fields: set[str]) -> CanonicalDoc:
     return CanonicalDoc(out.text(), fields, tables, tuple(order))
 
 
+def _add_nested(value: BaseModel, records_field: str, out: _TextBuilder) -> TableSpans:
+    """A nested table's canonical object: its fields sorted, null ones left out, the records
+    field laid out as a table."""
+    out.add("{")
+    table: TableSpans | None = None
+    first = True
+    for name in sorted(type(value).model_fields):
+        part = getattr(value, name)
+        fragment = None if name == records_field else canonical_fragment(part)
+        if name != records_field and fragment is None:
+            continue
+        if not first:
+            out.add(",")
+        first = False
+        out.add(key_json(name) + ":")
+        if name == records_field:
+            table = _add_table(part, out)
+        else:
+            out.add(fragment)  # type: ignore[arg-type]
+    out.add("}")
+    assert table is not None
+    return table
+
+
 def _add_table(table: dict, out: _TextBuilder) -> TableSpans:
     keys: list = []
     starts: list[int] = []
     value_starts: list[int] = []
     ends: list[int] = []
     add = out.add
-    add("{")
+    opened = add("{")
     for key in sorted(table):
         fragment = canonical_fragment(table[key])
         if fragment is None:
@@ -266,4 +303,5 @@ def _add_table(table: dict, out: _TextBuilder) -> TableSpans:
         ends.append(out.position)
         keys.append(key)
     add("}")
-    return TableSpans(keys, {key: i for i, key in enumerate(keys)}, starts, value_starts, ends)
+    index = {key: i for i, key in enumerate(keys)}
+    return TableSpans(keys, index, starts, value_starts, ends, opened, out.position)

@@ -7,6 +7,12 @@ Rules for tool code:
 - `db.table[key]`, `db.table.get(key)` return the episode's own, writable copy of the record.
 - `db.table.values()` / `.items()` yield records without copying: read them, never mutate them;
   index the table by key to get a copy you may change.
+
+A table may also sit one level down, in a field whose value is a model holding the records in
+one dict field plus a few plain fields (the banking domain's `{data, notes}` tables). Its model
+class names that dict field in the class variable `cow_records` (see `records_field`); the
+episode then gets a shallow copy of the model whose dict field is a CowDict, and the same rules
+apply to `db.field.<records>`.
 """
 
 from __future__ import annotations
@@ -37,6 +43,19 @@ HASH_MEMO_ENTRIES = 256
 HASH_MEMO_MAX_BYTES = 64 * 1024
 
 _MISSING = object()
+# How an episode's value of a nested table compares with the base (see `CowDB._nested_state`).
+_UNTOUCHED, _RECORDS, _REPLACED = "untouched", "records", "replaced"
+
+
+def records_field(value: Any) -> str | None:
+    """The dict field holding a nested table's records, when `value` is such a table: a model
+    whose class names that field in `cow_records`."""
+    if not isinstance(value, BaseModel):
+        return None
+    name = getattr(type(value), "cow_records", None)
+    if isinstance(name, str) and isinstance(getattr(value, name, None), dict):
+        return name
+    return None
 
 
 def _copy_record(value: Any) -> Any:
@@ -139,6 +158,10 @@ class BaseState:
         self.model_cls = type(model)
         self.fields = list(self.model_cls.model_fields)
         self.dict_fields = {f for f in self.fields if isinstance(getattr(model, f), dict)}
+        # Nested tables: field -> the dict field of its value that holds the records.
+        self.nested_tables = {
+            f: inner for f in self.fields if (inner := records_field(getattr(model, f))) is not None
+        }
         self._json: dict[str, Any] = {}
         self._pickled: dict[str, bytes | None] = {}
         self._adapters: dict[str, TypeAdapter] = {}
@@ -159,6 +182,12 @@ class BaseState:
             else:
                 self._json[name] = to_jsonable_python(value)
         return self._json[name]
+
+    def records(self, name: str) -> dict:
+        """The base dict of records of a table field, top-level or nested."""
+        value = getattr(self.model, name)
+        inner = self.nested_tables.get(name)
+        return value if inner is None else getattr(value, inner)
 
     # --- copies ----------------------------------------------------------------------------
     def field_copy(self, name: str) -> Any:
@@ -183,7 +212,7 @@ class BaseState:
         if doc is None:
             with self._doc_lock:
                 if self._doc is None:
-                    self._doc = build_doc(self.model, self.dict_fields)
+                    self._doc = build_doc(self.model, self.dict_fields, self.nested_tables)
                 doc = self._doc
         return doc
 
@@ -209,16 +238,21 @@ class BaseState:
         """Objects an episode refers to without owning them: this state, its model and the
         model's dict fields (the bases of CowDicts). Episode copies keep referring to them."""
         parts: dict[str, Any] = {"state": self, "model": self.model}
-        for name in self.dict_fields:
-            parts[f"table:{name}"] = getattr(self.model, name)
+        for name in (*self.dict_fields, *self.nested_tables):
+            parts[f"table:{name}"] = self.records(name)
         return parts
 
     # --- validation of updates --------------------------------------------------------------
     def adapter(self, name: str, record: bool) -> TypeAdapter:
+        """Validates a whole field's value, or (`record`) one record of a table field."""
         key = f"{name}:{record}"
         if key not in self._adapters:
             annotation = self.model_cls.model_fields[name].annotation
             if record:
+                inner = self.nested_tables.get(name)
+                if inner is not None:
+                    table_cls = type(getattr(self.model, name))
+                    annotation = table_cls.model_fields[inner].annotation
                 annotation = _dict_value_type(annotation)
             self._adapters[key] = TypeAdapter(annotation)
         return self._adapters[key]
@@ -264,7 +298,13 @@ class CowDB:
         if name not in base.model_cls.model_fields:
             raise AttributeError(f"'{base.model_cls.__name__}' object has no attribute '{name}'")
         value = getattr(base.model, name)
-        view = CowDict(value) if name in base.dict_fields else base.field_copy(name)
+        inner = base.nested_tables.get(name)
+        if name in base.dict_fields:
+            view = CowDict(value)
+        elif inner is not None:
+            view = value.model_copy(update={inner: CowDict(getattr(value, inner))})
+        else:
+            view = base.field_copy(name)
         object.__setattr__(self, name, view)
         return view
 
@@ -288,7 +328,29 @@ class CowDB:
         own = self.__dict__.get(name, _MISSING)
         if isinstance(own, CowDict) and not own.touched:
             return _MISSING
+        if own is not _MISSING and name in self.base.nested_tables:
+            if self._nested_state(name, own) == _UNTOUCHED:
+                return _MISSING
         return own
+
+    def _nested_state(self, name: str, own: Any) -> str:
+        """Whether an episode's value of a nested table is the base's (_UNTOUCHED), differs
+        only in records (_RECORDS: its records are still a view over the base's), or was
+        replaced in any other way (_REPLACED)."""
+        base = self.base
+        inner = base.nested_tables[name]
+        base_value = getattr(base.model, name)
+        if type(own) is not type(base_value):
+            return _REPLACED
+        records = getattr(own, inner)
+        if not isinstance(records, CowDict) or records._base is not getattr(base_value, inner):
+            return _REPLACED
+        for field_name in type(own).model_fields:
+            if field_name != inner and getattr(own, field_name) is not getattr(
+                base_value, field_name
+            ):
+                return _REPLACED
+        return _RECORDS if records.touched else _UNTOUCHED
 
     # --- snapshots --------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -301,11 +363,16 @@ class CowDB:
             if own is _MISSING:
                 out[name] = base.field_json(name)
             elif isinstance(own, CowDict):
-                cached = base.field_json(name)
-                owned = own._own
-                out[name] = {
-                    k: (to_jsonable_python(owned[k]) if k in owned else cached[k]) for k in own
-                }
+                out[name] = _records_json(own, base.field_json(name))
+            elif name in base.nested_tables:
+                inner = base.nested_tables[name]
+                if self._nested_state(name, own) == _RECORDS:
+                    cached = base.field_json(name)
+                    table = dict(cached)
+                    table[inner] = _records_json(getattr(own, inner), cached[inner])
+                    out[name] = table
+                else:
+                    out[name] = _plain_json(own)
             else:
                 out[name] = to_jsonable_python(own)
         return out
@@ -321,13 +388,16 @@ class CowDB:
             own = mine.get(name, _MISSING)
             if own is _MISSING:
                 continue
-            if isinstance(own, CowDict) and own._base is getattr(base.model, name):
+            nested = name in base.nested_tables
+            if nested and self._nested_state(name, own) != _REPLACED:
+                own = getattr(own, base.nested_tables[name])
+            if isinstance(own, CowDict) and own._base is base.records(name):
                 if own.touched:
                     records = doc.record_changes(name, own._own, own._gone)
                     if records:
                         changes.append((name, RECORDS, records))
             else:
-                fragment = fragment_bytes(own)
+                fragment = fragment_bytes(_plain_json(own) if nested else own)
                 if not doc.same_value(name, fragment):
                     changes.append((name, VALUE, fragment))
         return tuple(changes)
@@ -342,24 +412,62 @@ class CowDB:
         for name, value in update.items():
             if name not in base.model_cls.model_fields:
                 raise ValueError(f"unknown field '{name}' for {base.model_cls.__name__}")
+            inner = base.nested_tables.get(name)
             if name in base.dict_fields and isinstance(value, dict):
-                table: CowDict = getattr(self, name)
-                adapter = base.adapter(name, record=True)
-                for key, rec in value.items():
-                    current = to_jsonable_python(table.peek(key)) if key in table else None
-                    merged = deep_merge(current, rec) if current is not None else rec
-                    table[key] = adapter.validate_python(merged)
+                self._merge_records(name, getattr(self, name), value)
+            elif (
+                inner is not None
+                and isinstance(value, dict)
+                and set(value) == {inner}
+                and isinstance(value[inner], dict)
+                and self._nested_state(name, getattr(self, name)) != _REPLACED
+            ):
+                self._merge_records(name, getattr(getattr(self, name), inner), value[inner])
             else:
-                current = to_jsonable_python(getattr(self, name))
+                current = _plain_json(getattr(self, name))
                 merged = deep_merge(current, value)
                 setattr(self, name, base.adapter(name, record=False).validate_python(merged))
+
+    def _merge_records(self, name: str, table: CowDict, update: dict[str, Any]) -> None:
+        adapter = self.base.adapter(name, record=True)
+        for key, rec in update.items():
+            current = to_jsonable_python(table.peek(key)) if key in table else None
+            merged = deep_merge(current, rec) if current is not None else rec
+            table[key] = adapter.validate_python(merged)
 
     def retained_records(self) -> int:
         """How many records this episode owns (for memory diagnostics)."""
         total = 0
+        nested = self.base.nested_tables
         for name, value in self.__dict__.items():
+            if name in nested and self._nested_state(name, value) != _REPLACED:
+                value = getattr(value, nested[name])
             if isinstance(value, CowDict):
                 total += len(value._own)
             elif name != "_base":
                 total += 1
         return total
+
+
+def _records_json(view: CowDict, cached: dict[str, Any]) -> dict[str, Any]:
+    """A table's records in JSON layout: the base's cached dump for records the episode does
+    not own, a fresh dump for those it does."""
+    owned = view._own
+    return {k: (to_jsonable_python(owned[k]) if k in owned else cached[k]) for k in view}
+
+
+def _plain_json(value: Any) -> Any:
+    """`to_jsonable_python(value)`, also for a nested table whose records are a CowDict
+    (pydantic cannot serialize a CowDict inside a model)."""
+    if isinstance(value, BaseModel) and any(
+        isinstance(v, CowDict) for v in value.__dict__.values()
+    ):
+        return {
+            name: (
+                {k: to_jsonable_python(v) for k, v in part.items()}
+                if isinstance(part, CowDict)
+                else to_jsonable_python(part)
+            )
+            for name, part in ((f, getattr(value, f)) for f in type(value).model_fields)
+        }
+    return to_jsonable_python(value)

@@ -1,4 +1,12 @@
-"""A domain: its data models and toolkits (the spec) bound to a data folder (the domain)."""
+"""A domain: its data models and toolkits (the spec) bound to a data folder (the domain).
+
+Task sets: a domain's own tasks are its folder's `tasks.json` (or, with `DomainSpec.task_files`,
+one task per file). The reference also registers named task sets for some domains, named after
+the data folder and the file: `telecom_small` is `tasks_small.json` of the telecom folder. Any
+`tasks_<name>.json` in a domain's folder is such a set (with its splits in
+`split_tasks_<name>.json` when that exists, else one `base` split of all its tasks); a domain
+bound to one (`Domain(..., task_set=...)`) serves that set's tasks instead of its own.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +21,11 @@ from pydantic import BaseModel, ValidationError
 
 from servers.engine import data as datafiles
 from servers.engine.cow import BaseState
-from servers.engine.errors import DataError, EngineError, UnknownTask
+from servers.engine.errors import DataError, EngineError, UnknownTask, UnknownTaskSet
 from servers.engine.starts import StartCache
 from servers.engine.tasks import Task
 from servers.engine.toolkit import Toolkit
+from servers.engine.variants import Variant, VariantCatalog, VariantError
 
 
 class EpisodeView(Protocol):
@@ -48,7 +57,25 @@ class DomainSpec:
     hash_view: Callable[[EpisodeView, dict[str, Any]], dict[str, Any]] | None = None
     # Splits a domain must offer (checked when the data is loaded).
     splits: tuple[str, ...] = ("base",)
+    # Builds the domain's catalog of variants (banking_knowledge's retrieval configs), which
+    # choose an episode's agent tools and policy; None for a domain with one set-up.
+    variants: Callable[[Domain], VariantCatalog] | None = None
+    # The folder under tau2/domains/ holding the data, when not named after the domain (a
+    # domain that differs from another only in its policy shares that domain's folder).
+    data_folder: str | None = None
+    # Where the tasks are, relative to the folder, when not in tasks.json: a glob of files
+    # holding one task each, read in sorted file-name order.
+    task_files: str | None = None
+    # The user's tools act on the agent's database: one database, no user database.
+    shared_db: bool = False
+    # Where the reference lists tools per variant of a run option (banking's retrieval
+    # configs), the variant the domain's own toolkit is (see tool_listing.py).
+    tool_variant: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def folder_name(self) -> str:
+        return self.data_folder or self.name
 
 
 def _load_db(model: type[BaseModel], path: Path) -> BaseModel:
@@ -64,16 +91,38 @@ def _load_db(model: type[BaseModel], path: Path) -> BaseModel:
         ) from None
 
 
+def _load_task_list(path: Path) -> list[tuple[Path, Any]]:
+    raw = datafiles.load_structured(path)
+    if not isinstance(raw, list):
+        raise DataError(f"data file {path} should hold a list of tasks")
+    return [(path, item) for item in raw]
+
+
+def _tasks_by_id(items: list[tuple[Path, Any]], listed_in: Path | None = None) -> dict[str, Task]:
+    """Tasks by id; a malformed one names its file (and its position in a list file)."""
+    tasks: dict[str, Task] = {}
+    for index, (path, item) in enumerate(items):
+        try:
+            task = Task.model_validate(item)
+        except ValidationError as exc:
+            where = f"task #{index} in {path}" if listed_in is not None else f"task file {path}"
+            raise DataError(f"{where} is malformed: {exc.errors()[0]['msg']}") from None
+        tasks[task.id] = task
+    return tasks
+
+
 class Domain:
     """A domain's loaded data. DBs and tasks load lazily, once, and are then shared."""
 
-    def __init__(self, spec: DomainSpec, data_dir: Path) -> None:
+    def __init__(self, spec: DomainSpec, data_dir: Path, task_set: str | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.data_dir = data_dir
-        self.folder = datafiles.domain_dir(data_dir, spec.name)
+        self.folder = datafiles.domain_dir(data_dir, spec.folder_name)
         if not self.folder.is_dir():
             raise DataError(f"domain folder missing: {self.folder}")
+        # The named task set this domain serves; None: the domain's own tasks.
+        self.task_set = self._check_task_set(task_set)
         self._lock = threading.Lock()
         # Each task's state right after its initialization, for new episodes of the task.
         self.starts = StartCache()
@@ -96,27 +145,52 @@ class Domain:
             return BaseState(self.spec.user_db_model())
         return BaseState(_load_db(self.spec.user_db_model, path))
 
+    # --- task sets --------------------------------------------------------------------------
+    def task_sets(self) -> dict[str, str | None]:
+        """The task sets this domain can serve: name -> tasks file (None: its own tasks). Its
+        own tasks answer to the domain's name and the data folder's name."""
+        sets: dict[str, str | None] = {self.name: None, self.spec.folder_name: None}
+        for path in sorted(self.folder.glob("tasks_*.json")):
+            suffix = path.stem.removeprefix("tasks_")
+            sets[f"{self.spec.folder_name}_{suffix}"] = path.name
+        return sets
+
+    def _check_task_set(self, name: str | None) -> str | None:
+        if name is None:
+            return None
+        sets = self.task_sets()
+        if name not in sets:
+            raise UnknownTaskSet(
+                f"unknown task set '{name}' for domain '{self.name}' "
+                f"(have: {', '.join(sorted(sets))})"
+            )
+        return name if sets[name] is not None else None
+
     # --- tasks ------------------------------------------------------------------------------
+    @property
+    def task_set_file(self) -> str | None:
+        """The tasks file of the bound task set (None: the domain's own tasks)."""
+        return self.task_sets()[self.task_set] if self.task_set is not None else None
+
     @cached_property
     def tasks(self) -> dict[str, Task]:
+        set_file = self.task_set_file
+        if set_file is not None:
+            path = self.folder / set_file
+            return _tasks_by_id(_load_task_list(path), path)
+        if self.spec.task_files is not None:
+            files = sorted(self.folder.glob(self.spec.task_files))
+            if not files:
+                raise DataError(f"no task files {self.folder / self.spec.task_files}")
+            return _tasks_by_id([(path, datafiles.load_structured(path)) for path in files])
         path = self.folder / "tasks.json"
-        raw = datafiles.load_structured(path)
-        if not isinstance(raw, list):
-            raise DataError(f"data file {path} should hold a list of tasks")
-        tasks: dict[str, Task] = {}
-        for index, item in enumerate(raw):
-            try:
-                task = Task.model_validate(item)
-            except ValidationError as exc:
-                raise DataError(
-                    f"task #{index} in {path} is malformed: {exc.errors()[0]['msg']}"
-                ) from None
-            tasks[task.id] = task
-        return tasks
+        return _tasks_by_id(_load_task_list(path), path)
 
     @cached_property
     def splits(self) -> dict[str, list[str]]:
-        path = self.folder / "split_tasks.json"
+        set_file = self.task_set_file
+        stem = "tasks" if set_file is None else set_file.removesuffix(".json")
+        path = self.folder / f"split_{stem}.json"
         if not path.is_file():
             return {"base": list(self.tasks)}
         raw = datafiles.load_structured(path)
@@ -140,6 +214,23 @@ class Domain:
             )
         known = self.tasks
         return [t for t in self.splits[split] if t in known]
+
+    # --- variants ---------------------------------------------------------------------------
+    @cached_property
+    def variants(self) -> VariantCatalog | None:
+        return self.spec.variants(self) if self.spec.variants is not None else None
+
+    def resolve_variant(
+        self, name: str | None = None, kwargs: dict[str, Any] | None = None
+    ) -> Variant | None:
+        """The variant an episode asks for (None: the domain's default); None for a domain
+        without variants, which refuses a name or options in one sentence."""
+        catalog = self.variants
+        if catalog is None:
+            if name is not None or kwargs:
+                raise VariantError(f"domain '{self.name}' has no retrieval configs")
+            return None
+        return catalog.resolve(name, kwargs)
 
     # --- texts ------------------------------------------------------------------------------
     @property

@@ -7,6 +7,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -20,10 +21,11 @@ from servers.engine.render import parse_output, render_error, render_result
 from servers.engine.starts import freeze, thaw
 from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
 from servers.engine.toolkit import Toolkit
+from servers.engine.variants import Variant
 
 Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.
-_IDENTITY = frozenset({"domain", "id", "task", "lock"})
+_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
@@ -46,17 +48,23 @@ class Episode:
         task: Task | None,
         *,
         use_start_cache: bool = True,
+        variant: Variant | None = None,
     ) -> None:
         self.domain = domain
         self.id = episode_id
         self.task = task
         self.lock = threading.Lock()
+        # The variant (e.g. a retrieval config) adds its tools to this episode's agent toolkit
+        # and chooses the policy. It is not part of the state: a task's cached start is the
+        # same for every variant, and its tools are added after the start is set up or loaded.
+        self.variant = variant
         cacheable = use_start_cache and task is not None and task.initial_state is not None
-        if cacheable and self._load_start():
-            return
-        self._set_up()
-        if cacheable:
-            self._save_start()
+        if not (cacheable and self._load_start()):
+            self._set_up()
+            if cacheable:
+                self._save_start()
+        if variant is not None and variant.tools is not None:
+            self.agent_tools.add_tools(variant.tools)
 
     def _set_up(self) -> None:
         """Fresh databases and toolkits, then the task's initial state."""
@@ -65,8 +73,10 @@ class Episode:
         self.agent_db = CowDB(self.domain.base)
         self.user_db = CowDB(self.domain.user_base) if self.domain.user_base is not None else None
         self.agent_tools: Toolkit = spec.agent_tools(self.agent_db, self)
+        # With `shared_db`, the user's tools act on the agent's database (there is no user DB).
+        user_side_db = self.agent_db if spec.shared_db else self.user_db
         self.user_tools: Toolkit | None = (
-            spec.user_tools(self.user_db, self) if spec.user_tools is not None else None
+            spec.user_tools(user_side_db, self) if spec.user_tools is not None else None
         )
         self.calls = 0
         self._sync()
@@ -102,6 +112,17 @@ class Episode:
                     shared[f"{side}:{name}"] = part
         return shared
 
+    @property
+    def data_dir(self) -> Path:
+        return self.domain.data_dir
+
+    def policy(self) -> str:
+        """The agent's policy for this episode: its variant's (which may depend on the task),
+        else the domain's."""
+        if self.variant is not None:
+            return self.variant.policy(self.task)
+        return self.domain.policy()
+
     # --- ids --------------------------------------------------------------------------------
     def mint_id(self, purpose: str) -> str:
         """A fresh id that depends only on the domain, task and how many were minted before, so
@@ -125,7 +146,7 @@ class Episode:
                 raise ValueError("User tools not available")
             if not toolkit.has_tool(name):
                 raise ValueError(f"Tool '{name}' not found.")
-            result = getattr(toolkit, name)(**(arguments or {}))
+            result = toolkit.bound(name)(**(arguments or {}))
             self._sync()
             return ToolOutcome(render_result(result), False)
         except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
@@ -221,7 +242,9 @@ class Episode:
                     self.agent_db.apply_update(init.agent_data)
                     if self.user_tools is not None and self.user_db is not None:
                         self.user_db = self.user_tools.db = self.agent_db
-                if init.user_data is not None:
+                if init.user_data is not None and self.domain.spec.shared_db:
+                    self.agent_db.apply_update(init.user_data)
+                elif init.user_data is not None:
                     if self.user_db is None or self.user_tools is None:
                         raise ValueError("the domain has no user database")
                     self.user_db.apply_update(init.user_data)
@@ -254,7 +277,8 @@ class Episode:
         skips them); with `expected`, a different result is an error."""
         side: Side = _SIDE_OF_REQUESTOR.get(requestor, "agent")  # type: ignore[assignment]
         toolkit = self.toolkit(side)
-        if toolkit is None or name not in toolkit.specs or not toolkit.specs[name].mutates:
+        spec = toolkit.spec_of(name) if toolkit is not None else None
+        if spec is None or not spec.mutates:
             return None
         outcome = self.call(side, name, arguments)
         if expected is not None and parse_output(outcome.text) != parse_output(expected):
@@ -305,14 +329,17 @@ class EpisodeStore:
         episode_id: str | None = None,
         *,
         replace: bool = False,
+        variant: Variant | None = None,
     ) -> Episode:
+        """A new episode; `variant` is a resolved `Domain.resolve_variant(...)` (None: no
+        variant, every agent tool)."""
         domain = self.domain(domain_name)
         task = domain.task(task_id) if task_id is not None else None
         episode_id = uuid.uuid4().hex if episode_id is None else check_episode_id(episode_id)
         key = (domain_name, episode_id)
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
-        episode = Episode(domain, episode_id, task)
+        episode = Episode(domain, episode_id, task, variant=variant)
         with self._lock:
             self._episodes[key] = episode
             self._episodes.move_to_end(key)

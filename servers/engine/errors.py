@@ -27,6 +27,10 @@ class UnknownTask(NotFound):
     pass
 
 
+class UnknownTaskSet(NotFound):
+    pass
+
+
 class UnknownEpisode(NotFound):
     pass
 

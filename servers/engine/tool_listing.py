@@ -8,6 +8,12 @@ our toolkits' own docstrings and signatures. Either way the engine's tool kinds 
 annotations (read-only, destructive) stay derived from the engine.
 
 Listings are computed once per domain and side and then shared by every endpoint and session.
+
+Where the reference's tool set depends on a run option (banking_knowledge's retrieval config),
+its file lists tool names per variant (`{"agent": {variant: [names]}, "schemas": {name:
+schema}}`, user tools as `"user": [names]` with `"user_schemas": [schemas]`). A domain's own
+listing uses `DomainSpec.tool_variant`; a listing of a toolkit with tools added per episode
+(`Toolkit.add_tools`) is `listing_for(domain, side, specs, variant)`.
 """
 
 from __future__ import annotations
@@ -49,12 +55,36 @@ def _own_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
     return dict(toolkit.specs) if toolkit is not None else {}
 
 
-def _reference_entries(path: Path, side: Side) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, description, parameters) of each tool the reference lists for `side`, in order."""
+def _named_schemas(raw: dict[str, Any], side: Side) -> dict[str, Any]:
+    """Schemas a file lists by tool name: its `schemas` map and its `<side>_schemas` list."""
+    named = dict(raw.get("schemas") or {}) if isinstance(raw.get("schemas"), dict) else {}
+    listed = raw.get(f"{side}_schemas")
+    for entry in listed if isinstance(listed, list) else []:
+        function = entry.get("function") if isinstance(entry, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            named[function["name"]] = entry
+    return named
+
+
+def _reference_entries(
+    path: Path, side: Side, variant: str | None = None
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, parameters) of each tool the reference lists for `side` (and the
+    `variant`, in a file that lists tools per variant), in order."""
     raw = datafiles.load_structured(path)
     entries = raw.get(side) if isinstance(raw, dict) else None
+    if isinstance(entries, dict):
+        if variant not in entries:
+            raise DataError(f"data file {path} lists no '{side}' tools for '{variant}'")
+        entries = entries[variant]
     if not isinstance(entries, list):
         raise DataError(f"data file {path} has no '{side}' list of tool schemas")
+    if any(isinstance(entry, str) for entry in entries):
+        named = _named_schemas(raw, side)
+        missing = [entry for entry in entries if isinstance(entry, str) and entry not in named]
+        if missing:
+            raise DataError(f"data file {path} has no schema for tool '{missing[0]}'")
+        entries = [named[entry] if isinstance(entry, str) else entry for entry in entries]
     out = []
     for index, entry in enumerate(entries):
         function = entry.get("function") if isinstance(entry, dict) else None
@@ -64,6 +94,16 @@ def _reference_entries(path: Path, side: Side) -> list[tuple[str, str, dict[str,
             raise DataError(f"tool #{index} of '{side}' in {path} is not an OpenAI function schema")
         out.append((name, function.get("description") or "", params))
     return out
+
+
+def _named_schema(raw: dict[str, Any], path: Path, side: Side, name: str) -> dict[str, Any]:
+    schemas = raw.get("schemas")
+    if isinstance(schemas, dict) and name in schemas:
+        return schemas[name]
+    for entry in raw.get(f"{side}_schemas") or []:
+        if isinstance(entry, dict) and (entry.get("function") or {}).get("name") == name:
+            return entry
+    raise DataError(f"data file {path} names tool '{name}' but has no schema for it")
 
 
 def _merge(
@@ -89,15 +129,33 @@ def _merge(
     return (*listed, *extra)
 
 
-@lru_cache(maxsize=64)
-def tool_listing(domain: Domain, side: Side) -> ToolListing:
-    """The tools of one side of a domain as every endpoint lists them (cached per domain)."""
+@lru_cache(maxsize=256)
+def tool_listing(domain: Domain, side: Side, variant: str | None = None) -> ToolListing:
+    """The tools of one side of a domain as every endpoint lists them (cached per domain, side
+    and variant). For a domain with variants (banking_knowledge's retrieval configs) the agent
+    side lists a variant's tools, those it adds included; without one, the variant the
+    domain's own toolkit is (`DomainSpec.tool_variant`)."""
     own = _own_specs(domain, side)
+    if side != "agent":
+        return listing_for(domain, side, own)
+    variant = variant or domain.spec.tool_variant
+    catalog = domain.variants
+    if catalog is not None and variant is not None:
+        own = own | catalog.added_specs(variant)
+    return listing_for(domain, side, own, variant)
+
+
+def listing_for(
+    domain: Domain, side: Side, own: dict[str, ToolSpec], variant: str | None = None
+) -> ToolListing:
+    """`own` (a toolkit's specs, tools added per episode included) as the reference lists
+    them for `variant`; not cached: callers keep what they list often."""
     path = reference_tools_file(domain.data_dir, domain.name)
     if not path.is_file():
         return ToolListing(tuple(own.values()), "own")
-    reference = _reference_entries(path, side)
-    return ToolListing(_merge(own, reference, f"{path} ({side})"), "reference")
+    where = f"{path} ({side}{', ' + variant if variant else ''})"
+    reference = _reference_entries(path, side, variant)
+    return ToolListing(_merge(own, reference, where), "reference")
 
 
 @lru_cache(maxsize=64)

@@ -39,13 +39,17 @@ class OneDomainPaths:
         await self.app(scope, receive, send)
 
 
-async def _shown_by_stock_script(domain: Domain, view: View) -> list[ShownTool]:
-    """`tools/list` at `/mcp/` of the app this script serves, as EP's client connects."""
-    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+async def _shown_by_stock_script(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` at `/mcp/` of the app this script serves, as EP's client connects, to a
+    session whose row config names the retrieval config `variant`."""
+    from servers.engine.variants import NAME_OPTION
+    from servers.mcp_probe import PROBE_HOST, listed_tools_as_ep, running
 
     app = build_app(domain.name, str(domain.data_dir), allow_hosts=(PROBE_HOST,))
     async with running(app.app):
-        return await listed_tools(app, "/mcp/", "legacy")
+        return await listed_tools_as_ep(app, "/mcp/", {NAME_OPTION: variant})
 
 
 #: `tau-server ep-serve` and the stock script: the Eval Protocol endpoint at `/mcp`.

@@ -35,8 +35,24 @@ def fuzz() -> tuple[list, dict]:
     return episodes, reference
 
 
+@lru_cache(maxsize=1)
+def banking_fuzz() -> tuple[list, dict]:
+    """The banking_knowledge fuzz episodes and the reference's results (kept in files of their
+    own, same formats)."""
+    folder = CONFORMANCE_DIR / "fuzz"
+    episodes = json.loads((folder / "banking_episodes.json").read_text())
+    reference = json.loads((folder / "banking_reference.json").read_text())
+    return episodes, reference
+
+
 def fuzz_episodes(domain: str) -> list[dict]:
+    if domain == "banking_knowledge":
+        return banking_fuzz()[0]
     return [e for e in fuzz()[0] if e["domain"] == domain]
+
+
+def fuzz_reference(domain: str) -> dict:
+    return banking_fuzz()[1] if domain == "banking_knowledge" else fuzz()[1]
 
 
 def side_of(requestor: str) -> str:

@@ -284,11 +284,15 @@ class AgentEnv(_TauEnv):
         judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
+        retrieval_config: str | None = None,
+        retrieval_kwargs: dict[str, Any] | None = None,
     ) -> None:
         settings = EpisodeSettings(
             domain=domain,
             task_id=task_id,
             task_split=task_split,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
             user=user,
             user_llm=user_llm or DEFAULT_LLM,
             user_llm_args=dict(user_llm_args or {}),
@@ -331,11 +335,15 @@ class UserEnv(_TauEnv):
         judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
+        retrieval_config: str | None = None,
+        retrieval_kwargs: dict[str, Any] | None = None,
     ) -> None:
         settings = EpisodeSettings(
             domain=domain,
             task_id=task_id,
             task_split=task_split,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs,
             agent=agent,
             agent_llm=agent_llm or DEFAULT_LLM,
             agent_llm_args=dict(agent_llm_args or {}),
@@ -350,14 +358,20 @@ class UserEnv(_TauEnv):
         super().__init__(settings, render_mode, all_messages_as_observation)
 
 
-def _tools_in_info(domain: Domain, view: View) -> list[ShownTool] | None:
+def _tools_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
     from harness.surface_probes import probe_task
 
     if view == "solo" and not domain.supports_solo:
         return None
     task = probe_task(domain, solo=view == "solo")
     if view == "user":
-        env: _TauEnv = UserEnv(domain.name, task.id, agent="oracle", data_dir=domain.data_dir)
+        env: _TauEnv = UserEnv(
+            domain.name,
+            task.id,
+            agent="oracle",
+            data_dir=domain.data_dir,
+            retrieval_config=variant,
+        )
     else:
         env = AgentEnv(
             domain.name,
@@ -365,6 +379,7 @@ def _tools_in_info(domain: Domain, view: View) -> list[ShownTool] | None:
             user="scripted",
             solo_mode=view == "solo",
             data_dir=domain.data_dir,
+            retrieval_config=variant,
         )
     try:
         _, info = env.reset()
@@ -373,14 +388,17 @@ def _tools_in_info(domain: Domain, view: View) -> list[ShownTool] | None:
         env.close()
 
 
-async def _shown_in_info(domain: Domain, view: View) -> list[ShownTool] | None:
+async def _shown_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
     """`info["tools"]` after `reset()`, read on a thread (each env runs its own event loop)."""
-    return await asyncio.to_thread(_tools_in_info, domain, view)
+    return await asyncio.to_thread(_tools_in_info, domain, view, variant)
 
 
 #: `info["tools"]` of Agent-v0 (the agent seat adds the `done` tool of its own unless solo,
-#: where the reference's finishing tool is part of the listing) and of User-v0.
+#: where the reference's finishing tool is part of the listing) and of User-v0 (the task's
+#: `user_tools`, as the reference narrows the user's tools).
 GYM_AGENT = register_surface(
     "Gymnasium Agent-v0 info", ("agent", "solo"), _shown_in_info, extra_tools=(DONE_TOOL,)
 )
-GYM_USER = register_surface("Gymnasium User-v0 info", ("user",), _shown_in_info)
+GYM_USER = register_surface(
+    "Gymnasium User-v0 info", ("user",), _shown_in_info, narrows_user_tools=True
+)

@@ -1,0 +1,1 @@
+"""Knowledge bases and their offline retrievers (BM25, grep), shared by every episode."""
