@@ -24,10 +24,19 @@ from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
 from servers.engine.data import DEMO_DIR
 from servers.guards import LOOPBACK_HOSTS
-from servers.limits import MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TRIAL, json_text_problem
+from servers.limits import (
+    MAX_ID_CHARS,
+    MAX_MESSAGE_CHARS,
+    MAX_NAME_CHARS,
+    MAX_OPTIONS,
+    MAX_OPTIONS_CHARS,
+    MAX_OPTIONS_DEPTH,
+    MAX_TRIAL,
+    json_text_problem,
+)
 from servers.stdio_guard import check_line
 from tests.support.harness import mcp_backend
-from tests.support.server import InProcess
+from tests.support.server import InProcess, mcp_initialize
 
 MODERN = "2026-07-28"
 META = {
@@ -125,6 +134,38 @@ async def test_ids_and_messages_are_bounded_on_both_servers() -> None:
         result = reply.json()["result"]
         assert result["isError"] and str(MAX_MESSAGE_CHARS) in result["content"][0]["text"]
         assert hub.get(created["simulation_id"]).channel.moves == 0  # not played
+
+
+async def test_retrieval_fields_are_bounded_before_the_engine_sees_them() -> None:
+    """`retrieval_config` and `retrieval_kwargs` (episode route and Eval Protocol sessions) are
+    bounded like every other field: name length, key count, nesting and size."""
+    nested: dict = {"top_k": 5}
+    for _ in range(MAX_OPTIONS_DEPTH):
+        nested = {"inner": nested}
+    refused = [
+        ({"retrieval_config": "x" * (MAX_NAME_CHARS + 1)}, str(MAX_NAME_CHARS)),
+        ({"retrieval_config": ""}, "non-empty string"),
+        ({"retrieval_config": 5}, "non-empty string"),
+        ({"retrieval_kwargs": {f"k{i}": 1 for i in range(MAX_OPTIONS + 1)}}, str(MAX_OPTIONS)),
+        ({"retrieval_kwargs": nested}, f"deeper than {MAX_OPTIONS_DEPTH} levels"),
+        ({"retrieval_kwargs": {"k": "x" * MAX_OPTIONS_CHARS}}, str(MAX_OPTIONS_CHARS)),
+        ({"retrieval_kwargs": [1]}, "must be an object"),
+    ]
+    async with demo_server() as http:
+        for body, why in refused:
+            answer = await http.post("/mock/episodes", json=body)
+            assert answer.status_code == 400 and why in answer.json()["error"], body
+            extra = {"session_id": "bounded", "config": body}
+            opened = await http.post(
+                "/mock/mcp",
+                json=mcp_initialize(_extra=extra),
+                headers={"accept": "application/json, text/event-stream"},
+            )
+            assert opened.status_code == 400 and why in opened.json()["error"], body
+        # Within the bounds, the engine decides (mock has no retrieval configs).
+        within = {"retrieval_config": "bm25", "retrieval_kwargs": {"top_k": 5}}
+        answer = await http.post("/mock/episodes", json=within)
+        assert answer.status_code == 400 and "no retrieval configs" in answer.json()["error"]
 
 
 # --- item 2: serve refuses cross-origin and rebound requests ----------------------------------
