@@ -28,9 +28,9 @@ from servers.engine import data as datafiles
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
-from servers.engine.tool_listing import tool_listing
 from servers.engine.toolkit import ToolSpec
 from servers.mcp_listing import annotation_hints, server_name, tool_title
+from servers.surfaces import Surface
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -148,14 +148,15 @@ def build_mcp_server(
     domain: Domain,
     side: Side,
     resolve: EpisodeResolver,
+    surface: Surface,
     *,
     style: ResultStyle = "reference",
     wrap_ep_results: bool | None = None,
     name: str | None = None,
     variant: str | None = None,
 ) -> FastMCP:
-    """A FastMCP server listing exactly the tools of one side of a domain, described as the
-    reference describes them when the data carries its texts (see `tool_listing`)."""
+    """A FastMCP server listing exactly the tools of one side of a domain as `surface` shows
+    them (the one listing: the reference's texts when the data carries them)."""
     wrap = ep_wrap_default() if wrap_ep_results is None else wrap_ep_results
     if style == "json_object":
 
@@ -172,7 +173,7 @@ def build_mcp_server(
         mask_error_details=False,
         middleware=[UnknownToolsToEngine(side, resolve, shape)],
     )
-    listing = tool_listing(domain, side, variant)
+    listing = surface.tools(domain, side, variant)
     for spec in listing.tools:
         server.add_tool(
             EpisodeTool(

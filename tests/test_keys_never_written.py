@@ -244,7 +244,12 @@ def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None
 def test_an_agent_program_that_prints_its_environment(tmp_path: Path) -> None:
     side = tmp_path / "side"
     side.mkdir()
-    program = f'env; echo "token=$TAU_MCP_TOKEN"; echo "$TAU_MCP_TOKEN" > {side}/token'
+    # The whole environment, then the two lines checked below: the recorded output keeps only
+    # its tail, whose start depends on how large the environment is.
+    program = (
+        f'env; echo "OPENAI_API_KEY=$OPENAI_API_KEY"; echo "token=$TAU_MCP_TOKEN"; '
+        f'echo "$TAU_MCP_TOKEN" > {side}/token'
+    )
     save_to = tmp_path / "cmd.json"
     done = _harness(
         "run",
