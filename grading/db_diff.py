@@ -5,11 +5,23 @@ the evidence: which records of which tables hold what, against what the gold sta
 table is either keyed (a JSON object of records, or a list of records that share a unique id
 field such as `bill_id`) or a single record (e.g. telecom's `device`); fields are compared down
 to the leaves, with list items paired by position when both lists have the same length.
+
+Two episodes of one domain start from the same base, so they can differ only where either
+differs from it: `diff_changes` gives the rows of `diff_states` from the two episodes'
+`changed_records()` (a few records) instead of two whole snapshots (the whole database), or says
+it cannot be sure of giving the same rows, and the caller compares snapshots.
 """
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from servers.engine.cow import BaseState
 
 #: Rows kept per diagnosis; the count of the rest is reported beside them.
 MAX_ROWS = 40
@@ -126,12 +138,190 @@ def _row(db: str, table: str, record_id: str | None, field: str | None, got: Any
     }
 
 
+DATABASES = ("agent_db", "user_db")
+
+
+def limited(rows: list[dict[str, Any]], limit: int = MAX_ROWS) -> tuple[list[dict[str, Any]], int]:
+    """At most `limit` rows, and how many more there were."""
+    return rows[:limit], max(0, len(rows) - limit)
+
+
 def diff_states(
     final: dict[str, Any], gold: dict[str, Any], limit: int = MAX_ROWS
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows where the final state differs from the gold one over both databases (agent's
     first, then the user's), at most `limit`, and how many more there were."""
     rows = []
-    for db in ("agent_db", "user_db"):
+    for db in DATABASES:
         rows += diff_databases(final.get(db), gold.get(db), db)
-    return rows[:limit], max(0, len(rows) - limit)
+    return limited(rows, limit)
+
+
+# --- from two episodes' changes ----------------------------------------------------------------
+def diff_changes(
+    final: dict[str, Any], gold: dict[str, Any], bases: dict[str, BaseState | None]
+) -> list[dict[str, Any]] | None:
+    """Every row `diff_states` gives for two episodes' snapshots, in its order, from their
+    `Episode.changed_records()` over the same `bases` (per database); None when this cannot be
+    sure of the same rows (a table replaced as a whole, a table whose records do not all name
+    their keys, a database on one side only): then compare the snapshots."""
+    rows: list[dict[str, Any]] = []
+    for db in DATABASES:
+        mine, theirs, base = final.get(db), gold.get(db), bases.get(db)
+        if mine is None and theirs is None:
+            continue
+        if mine is None or theirs is None or base is None:
+            return None
+        found = _diff_changed_db(mine, theirs, base, db)
+        if found is None:
+            return None
+        rows += found
+    return rows
+
+
+def _diff_changed_db(
+    mine: dict[str, Any], theirs: dict[str, Any], base: BaseState, db: str
+) -> list[dict[str, Any]] | None:
+    my_tables, gold_tables = mine.get("tables") or {}, theirs.get("tables") or {}
+    my_fields, gold_fields = mine.get("fields") or {}, theirs.get("fields") or {}
+    rows: list[dict[str, Any]] = []
+    for name in base.fields:  # the snapshot's order
+        if name in my_fields or name in gold_fields:
+            if name in base.dict_fields or name in base.nested_tables:
+                return None  # a table replaced as a whole
+            a = my_fields[name] if name in my_fields else base.field_json(name)
+            b = gold_fields[name] if name in gold_fields else base.field_json(name)
+            rows += diff_databases({name: a}, {name: b}, db)
+        elif name in my_tables or name in gold_tables:
+            found = _diff_records(
+                name, my_tables.get(name) or {}, gold_tables.get(name) or {}, base, db
+            )
+            if found is None:
+                return None
+            rows += found
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class _BaseTable:
+    """What diffing changed records needs of one table of a base, worked out once."""
+
+    records: dict  # the base's records by key
+    position: dict[str, int]  # each key's place in the base's (and so the snapshot's) order
+    unnamed: frozenset  # keys whose record does not name its key (see `_names_key`)
+    plain_nested: bool  # a nested table with a field that is no JSON object (never "keyed")
+
+    def record(self, view: dict[str, Any], key: str) -> Any:
+        """A record on the side of `view`: its change, else the base's, else _ABSENT."""
+        if key in view:
+            value = view[key]
+            return _ABSENT if value is None else value
+        if key in self.position:
+            return to_jsonable_python(self.records[key])
+        return _ABSENT
+
+    def keyed_with(self, view: dict[str, Any]) -> bool:
+        """Whether the table with these changes reads as keyed in `_keyed` because every
+        record names its key (the rule that holds record by record)."""
+        return all(key in view for key in self.unnamed) and all(
+            value is None or _names_key(key, value) for key, value in view.items()
+        )
+
+
+_TABLES: weakref.WeakKeyDictionary[BaseState, dict[str, _BaseTable | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _names_key(key: Any, record: Any) -> bool:
+    return isinstance(record, dict) and any(
+        isinstance(v, str) and v == key for v in record.values()
+    )
+
+
+def _names_key_unserialized(key: Any, record: Any) -> bool:
+    """`_names_key` of a base record without dumping it (a tenth of the cost): a model's string
+    fields dump to themselves. A record named only in a value that becomes a string when
+    dumped (an enum, a date) reads as unnamed, which only sends the diff to the snapshots."""
+    if isinstance(record, BaseModel):
+        return _names_key(key, record.__dict__)
+    return _names_key(key, record)
+
+
+def _base_table(base: BaseState, name: str) -> _BaseTable | None:
+    tables = _TABLES.get(base)
+    if tables is None:
+        tables = _TABLES[base] = {}
+    if name not in tables:
+        tables[name] = _build_base_table(base, name)
+    return tables[name]
+
+
+def _build_base_table(base: BaseState, name: str) -> _BaseTable | None:
+    if name not in base.dict_fields and name not in base.nested_tables:
+        return None
+    records = base.records(name)
+    if not all(isinstance(key, str) for key in records):
+        return None
+    position = {key: i for i, key in enumerate(records)}
+    inner = base.nested_tables.get(name)
+    if inner is None:
+        unnamed = frozenset(
+            key for key, record in records.items() if not _names_key_unserialized(key, record)
+        )
+        return _BaseTable(records, position, unnamed, False)
+    value = getattr(base.model, name)
+    plain = any(
+        not isinstance(to_jsonable_python(getattr(value, field)), dict)
+        for field in type(value).model_fields
+        if field != inner
+    )
+    return _BaseTable(records, position, frozenset(), plain)
+
+
+def _diff_records(
+    name: str, mine: dict[str, Any], theirs: dict[str, Any], base: BaseState, db: str
+) -> list[dict[str, Any]] | None:
+    """The rows of one table whose records changed on either side (only those can differ)."""
+    table = _base_table(base, name)
+    if table is None:
+        return None
+    inner = base.nested_tables.get(name)
+    if inner is None:
+        if not (table.keyed_with(mine) and table.keyed_with(theirs)):
+            return None
+    elif not table.plain_nested:
+        return None
+    pairs = {key: (table.record(mine, key), table.record(theirs, key)) for key in {*mine, *theirs}}
+    rows: list[dict[str, Any]] = []
+    for key in _record_order(table, pairs, mine, theirs):
+        x, y = pairs[key]
+        if inner is not None:  # the snapshot's `{records: {...}, ...}` read field by field
+            found: list[tuple[str, Any, Any]] = []
+            _fields(x, y, _join(inner, key), found)
+            rows += [_row(db, name, None, f, v, w) for f, v, w in found]
+        elif x is _ABSENT or y is _ABSENT:
+            rows.append(_row(db, name, key, None, _plain(x), _plain(y)))
+        else:
+            found = []
+            _fields(x, y, "", found)
+            rows += [_row(db, name, key, f, v, w) for f, v, w in found]
+    return rows
+
+
+def _record_order(
+    table: _BaseTable, pairs: dict[str, tuple[Any, Any]], mine: dict, theirs: dict
+) -> list[str]:
+    """The changed keys in the order the snapshot diff meets them: the gold table's records
+    (base keys in the base's order, then new ones in the order the episode added them), then
+    those only the final table has."""
+
+    def order(view: dict[str, Any], side: int) -> list[str]:
+        present = [key for key, pair in pairs.items() if pair[side] is not _ABSENT]
+        added = {key: i for i, key in enumerate(view)}
+        known = table.position
+        return sorted(present, key=lambda k: (0, known[k]) if k in known else (1, added.get(k, 0)))
+
+    gold = order(theirs, 1)
+    in_gold = set(gold)
+    return gold + [key for key in order(mine, 0) if key not in in_gold]

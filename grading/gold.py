@@ -1,11 +1,14 @@
 """The gold state of a task: where its databases should end up, computed one way for every
 grader (the harness's runs and re-grades, the server's Eval Protocol grade, the benchmarks) and
-for the diagnosis of a failed DB check (its snapshot)."""
+for the diagnosis of a failed DB check (its changed records, or its snapshot)."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
+from servers.engine.cow import BaseState
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode
 from servers.engine.tasks import Task
@@ -14,6 +17,25 @@ from servers.engine.tasks import Task
 def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
     """The gold DB hashes as the reference's grader computes them (see `gold_episode`)."""
     return gold_episode(domain, task).hashes()
+
+
+@dataclass(frozen=True)
+class GoldChanges:
+    """The gold state as the diagnosis compares it: `Episode.changed_records()` of the gold
+    episode, and the base each database's changes are over (`grading.db_diff.diff_changes`)."""
+
+    records: dict[str, Any]
+    bases: dict[str, BaseState | None]
+
+
+def gold_changes_of(domain: Domain, task: Task, episode: Episode | None = None) -> GoldChanges:
+    """The task's gold changes, from its gold `episode` when the caller kept it."""
+    episode = episode if episode is not None else gold_episode(domain, task)
+    user = episode.user_db
+    return GoldChanges(
+        episode.changed_records(),
+        {"agent_db": episode.agent_db.base, "user_db": user.base if user is not None else None},
+    )
 
 
 def gold_episode(domain: Domain, task: Task) -> Episode:

@@ -16,13 +16,16 @@ from conversation.messages import Message
 from conversation.reference_texts import reference_texts
 from grading import diagnosis
 from grading.checks import Component, check_actions, check_communication, tool_calls_of
-from grading.db_diff import diff_states
-from grading.gold import gold_episode, gold_hashes_of
+from grading.db_diff import diff_changes, diff_states, limited
+from grading.gold import GoldChanges, gold_changes_of, gold_episode
 from grading.judge import Judge
 from servers.engine.domain import Domain
+from servers.engine.episode import Episode
+from servers.engine.lru import LruCache
 from servers.engine.tasks import Task
 
 GRADED_ENDINGS = {"agent_stop", "user_stop"}
+GOLD_EPISODES_KEPT = 256
 ENV_BASES = {"DB", "ENV_ASSERTION"}
 KNOWN_BASES = ENV_BASES | {"ACTION", "COMMUNICATE", "NL_ASSERTION"}
 
@@ -82,6 +85,10 @@ class Grader:
             judge = judge.for_texts(reference_texts(domain.data_dir))
         self.judge = judge
         self._gold: dict[str, asyncio.Future] = {}
+        self._gold_changes: dict[str, GoldChanges] = {}
+        # Gold episodes kept from computing the hashes, until a failed DB check of their task
+        # asks for their changes (a few KiB each; rebuilding one costs ~0.5-1 ms).
+        self._gold_episodes: LruCache[str, Episode] = LruCache(GOLD_EPISODES_KEPT)
         spec = domain.spec
         self.agent_tool_names = set(spec.agent_tools.specs)
         self.user_tool_names = set(spec.user_tools.specs) if spec.user_tools is not None else set()
@@ -107,7 +114,21 @@ class Grader:
             raise
 
     async def _compute_gold(self, task: Task) -> dict[str, str | None]:
-        return gold_hashes_of(self.domain, task)
+        episode = gold_episode(self.domain, task)
+        if self.domain.spec.hash_view is None:  # a diagnosis may want its changes
+            self._gold_episodes.put(task.id, episode)
+        return episode.hashes()
+
+    def gold_changes(self, task: Task) -> GoldChanges:
+        """The gold state's changed records, computed once per task at its first failed DB
+        check (the gold state does not depend on the grader's `options`)."""
+        found = self._gold_changes.get(task.id)
+        if found is None:
+            episode = self._gold_episodes.get(task.id)
+            found = gold_changes_of(self.domain, task, episode)
+            self._gold_changes[task.id] = found
+            self._gold_episodes.pop(task.id)
+        return found
 
     # --- predicted state for re-grading ----------------------------------------------------
     async def rebuild(
@@ -153,10 +174,21 @@ class Grader:
         self, task: Task, reward_info: dict[str, Any], final: Any
     ) -> tuple[list[dict[str, Any]], int] | None:
         """Where the final state differs from the gold one, only when the DB check failed (the
-        hashes said so; the snapshots say where)."""
+        hashes said so; the changed records, or else the snapshots, say where)."""
         check = reward_info.get("db_check") or {}
-        read_state = getattr(self.backend, "state", None)  # a grading-only backend may lack it
-        if check.get("db_match") is not False or read_state is None:
+        if check.get("db_match") is not False:
+            return None
+        # A grading-only backend may lack either read.
+        read_changes = getattr(self.backend, "changed_records", None)
+        if read_changes is not None and self.domain.spec.hash_view is None:
+            changed = await read_changes(final)
+            if changed is not None:
+                gold_changes = self.gold_changes(task)
+                rows = diff_changes(changed, gold_changes.records, gold_changes.bases)
+                if rows is not None:
+                    return limited(rows)
+        read_state = getattr(self.backend, "state", None)
+        if read_state is None:
             return None
         got = await read_state(final)
         gold = gold_episode(self.domain, task)

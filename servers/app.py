@@ -370,6 +370,14 @@ class TauServer:
         episode = self._episode(request)
         return Response(_locked_json(episode, episode.hashes), media_type="application/json")
 
+    async def changes(self, request: Request) -> Response:
+        # On the event loop, like the hash: it reads and dumps only the records the episode
+        # changed (the diagnosis of a failed DB check compares these, not two whole states).
+        episode = self._episode(request)
+        return Response(
+            _locked_json(episode, episode.changed_records), media_type="application/json"
+        )
+
     async def delete_episode(self, request: Request) -> Response:
         domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
         episode = self.store.find(domain, episode_id)
@@ -405,6 +413,7 @@ class TauServer:
             Route("/{domain}/episodes/{episode_id}", self.delete_episode, methods=["DELETE"]),
             Route("/{domain}/episodes/{episode_id}/state", self.state, methods=["GET"]),
             Route("/{domain}/episodes/{episode_id}/hash", self.hashes, methods=["GET"]),
+            Route("/{domain}/episodes/{episode_id}/changes", self.changes, methods=["GET"]),
             Route("/{domain}/episodes/{episode_id}/assertions", self.assertions, methods=["POST"]),
             Route("/{domain}/episodes/{episode_id}/replay", self.replay, methods=["POST"]),
             Route("/{domain}/control/initial_state", ep.initial_state, methods=["GET"]),

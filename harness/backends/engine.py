@@ -79,6 +79,9 @@ class EngineBackend:
     async def state(self, ref: EpisodeRef) -> dict[str, Any]:
         return self.store.get(ref.domain, ref.episode_id).snapshot()
 
+    async def changed_records(self, ref: EpisodeRef) -> dict[str, Any] | None:
+        return self.store.get(ref.domain, ref.episode_id).changed_records()
+
     async def delete_episode(self, ref: EpisodeRef) -> None:
         self.store.delete(ref.domain, ref.episode_id)
 

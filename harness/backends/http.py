@@ -295,6 +295,11 @@ class HttpBackend:
     async def state(self, ref: EpisodeRef) -> dict[str, Any]:
         return await self._request("GET", f"{self._episode_path(ref)}/state")
 
+    async def changed_records(self, ref: EpisodeRef) -> dict[str, Any] | None:
+        # 404/405 from a server older than the route (an unknown episode is a 404 too: the
+        # caller then reads the state, which says so).
+        return await self._request("GET", f"{self._episode_path(ref)}/changes", accept=(404, 405))
+
     async def delete_episode(self, ref: EpisodeRef) -> None:
         # 404: already gone (a re-sent DELETE whose first copy was applied).
         await self._request("DELETE", self._episode_path(ref), accept=(404,))

@@ -346,9 +346,12 @@ class CowDB:
         if not isinstance(records, CowDict) or records._base is not getattr(base_value, inner):
             return _REPLACED
         for field_name in type(own).model_fields:
-            if field_name != inner and getattr(own, field_name) is not getattr(
-                base_value, field_name
-            ):
+            if field_name == inner:
+                continue
+            mine, theirs = getattr(own, field_name), getattr(base_value, field_name)
+            # Equal, not only the same object: a cached task start comes back unpickled, with
+            # copies of these fields (the table's notes text).
+            if mine is not theirs and mine != theirs:
                 return _REPLACED
         return _RECORDS if records.touched else _UNTOUCHED
 
@@ -380,10 +383,14 @@ class CowDB:
     def changes(self) -> tuple[Change, ...]:
         """How this state's canonical text differs from the base's, field by field (reads
         that copied a record without changing it are no difference)."""
+        return tuple(change for change, _ in self._differences())
+
+    def _differences(self) -> Iterator[tuple[Change, Any]]:
+        """Each change (see `changes`) with the episode's value it comes from: the table's
+        CowDict for record changes, the field's value otherwise."""
         base = self.base
         doc = base.canonical
         mine = self.__dict__
-        changes: list[Change] = []
         for name, _ in doc.order:
             own = mine.get(name, _MISSING)
             if own is _MISSING:
@@ -395,12 +402,33 @@ class CowDB:
                 if own.touched:
                     records = doc.record_changes(name, own._own, own._gone)
                     if records:
-                        changes.append((name, RECORDS, records))
+                        yield (name, RECORDS, records), own
             else:
                 fragment = fragment_bytes(_plain_json(own) if nested else own)
                 if not doc.same_value(name, fragment):
-                    changes.append((name, VALUE, fragment))
-        return tuple(changes)
+                    yield (name, VALUE, fragment), own
+
+    def changed_records(self) -> dict[str, Any]:
+        """The changes (see `changes`) as evidence, in the reference JSON layout:
+        `{"tables": {table: {key: record or None}}, "fields": {field: value}}`. A table (a dict
+        field, or a nested table whose records are still a view of the base's) lists its
+        records whose canonical JSON differs from the base's, None for a deleted one: the
+        episode's own records in the order it took them, then the deleted. Any other field
+        that differs, a table replaced as a whole included, is in `fields` with its value.
+        Costs what `changes` costs plus a dump of each changed record: a few records, not the
+        database (which is what `snapshot` reads)."""
+        tables: dict[str, dict[Any, Any]] = {}
+        fields: dict[str, Any] = {}
+        for (name, kind, payload), own in self._differences():
+            if kind == VALUE:
+                fields[name] = _plain_json(own)
+                continue
+            changed = {key for key, _ in payload}
+            owned = own._own
+            records = {k: to_jsonable_python(v) for k, v in owned.items() if k in changed}
+            records.update((k, None) for k in own._gone if k in changed)
+            tables[name] = records
+        return {"tables": tables, "fields": fields}
 
     def canonical_hash(self) -> str:
         return self.base.hash_of(self.changes())

@@ -332,6 +332,18 @@ class Episode:
             "user_db": self.user_db.snapshot() if self.user_db is not None else None,
         }
 
+    def changed_records(self) -> dict[str, Any]:
+        """How each database differs from its base, record by record (`CowDB.changed_records`):
+        `{"agent_db": {"tables": ..., "fields": ...}, "user_db": ... | null}`. Two episodes of
+        one domain differ at most where either differs from the base, so this is what the
+        diagnosis of a failed DB check compares instead of two whole snapshots. It is the raw
+        state, not a domain's `hash_view`."""
+        agent = self.agent_db.changed_records()
+        user = None
+        if self.user_db is not None:
+            user = agent if self.user_db is self.agent_db else self.user_db.changed_records()
+        return {"agent_db": agent, "user_db": user}
+
     def hashes(self) -> dict[str, str | None]:
         view = self.domain.spec.hash_view
         if view is not None:

@@ -32,6 +32,10 @@ class LruCache(Generic[K, V]):
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
 
+    def pop(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

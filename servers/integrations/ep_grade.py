@@ -51,6 +51,11 @@ class _LiveEpisodes:
         with episode.lock:
             return episode.snapshot()
 
+    async def changed_records(self, episode: Episode) -> dict[str, Any]:
+        """What the episode changed, record by record: the diagnosis's evidence when cheap."""
+        with episode.lock:
+            return episode.changed_records()
+
     async def assertions(self, episode: Episode, assertions: list[dict]) -> list[dict]:
         return episode.check_assertions(assertions)
 
