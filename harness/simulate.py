@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -52,17 +53,35 @@ TASK_POLICY = "(the policy depends on the task: see each simulation's 'policy')"
 
 
 def _git_commit() -> str:
+    """The commit of the tau-mcp code that runs: its checkout's HEAD when it runs from one
+    (an editable install or the source tree), else the commit pip recorded when it installed
+    tau-mcp from a git URL, else "unknown". Never the commit of whatever repository the user
+    runs in, or keeps a virtualenv in."""
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / ".git").exists():
+        try:
+            out = subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=root,
+            )
+            return out.stdout.strip() or "unknown"
+        except (OSError, subprocess.SubprocessError):
+            return "unknown"
+    return _installed_commit()
+
+
+def _installed_commit() -> str:
+    from importlib.metadata import PackageNotFoundError, distribution
+
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
+        raw = distribution("tau-mcp").read_text("direct_url.json")
+        commit = json.loads(raw or "{}").get("vcs_info", {}).get("commit_id")
+    except (PackageNotFoundError, ValueError, AttributeError):
         return "unknown"
+    return commit if isinstance(commit, str) and commit else "unknown"
 
 
 def infrastructure_record(

@@ -35,9 +35,9 @@ def fetch(
 ) -> None:
     """Download the pinned reference release's data, generate its reference texts, and verify
     every file against the pins."""
-    target = dest or default_cache_dir()
-    pins = load_pins()
     try:
+        pins = load_pins()
+        target = dest or default_cache_dir(pins)
         generate = None
         if texts:
             interpreter = find_python(pins, python)
