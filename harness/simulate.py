@@ -17,6 +17,7 @@ import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from grading import Grader
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from harness.config import RunConfig
+from harness.config import RunConfig, select_tasks
 from harness.errors import ConfigError
 from harness.metrics import INFRA
 from harness.orchestrator import GREETING, Limits, Orchestrator
@@ -134,6 +135,52 @@ async def with_retries(
     return infrastructure_record(task.id, trial, seed, last_error, config.max_retries + 1)
 
 
+@dataclass(frozen=True)
+class TaskSelection:
+    """The tasks a run will simulate: those the options select, less those its agent cannot
+    run (`Agent.cannot_run`), which are kept with the reason, as the reference filters a split
+    for its gt and solo agents."""
+
+    tasks: list[Task]
+    selected: int
+    filtered: dict[str, str] = field(default_factory=dict)  # task id -> what it lacks
+
+    def by_reason(self) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for task_id, reason in self.filtered.items():
+            grouped.setdefault(reason, []).append(task_id)
+        return grouped
+
+    def note(self, agent: str) -> str | None:
+        """One line for the terminal, or None when nothing was left out."""
+        if not self.filtered:
+            return None
+        reasons = "; ".join(
+            f"{len(ids)} {'has' if len(ids) == 1 else 'have'} {reason}: {_some(ids)}"
+            for reason, ids in self.by_reason().items()
+        )
+        return (
+            f"running {len(self.tasks)} of {self.selected} tasks: the {agent} agent cannot run "
+            f"{len(self.filtered)} ({reasons})"
+        )
+
+    def header(self, agent: str) -> dict[str, Any] | None:
+        """What the results header records about the left-out tasks (None: nothing was)."""
+        if not self.filtered:
+            return None
+        return {
+            "agent": agent,
+            "selected": self.selected,
+            "run": len(self.tasks),
+            "by_reason": self.by_reason(),
+        }
+
+
+def _some(ids: list[str], shown: int = 8) -> str:
+    head = ", ".join(ids[:shown])
+    return head if len(ids) <= shown else f"{head}, ... ({len(ids) - shown} more)"
+
+
 class SimulationRunner:
     """Runs, grades and cleans up one simulation at a time (any number concurrently)."""
 
@@ -193,6 +240,28 @@ class SimulationRunner:
             if self.texts is not None:
                 self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
+
+    # --- which tasks -------------------------------------------------------------------------
+    def select(self) -> TaskSelection:
+        """The run's tasks: the selected ones this run's agent can run. Refuses, in one
+        sentence, when it can run none of them."""
+        chosen = select_tasks(self.domain, self.config)
+        check = getattr(self.agent_factory, "cannot_run", None)
+        filtered = {}
+        if callable(check):
+            for task in chosen:
+                reason = check(task)
+                if reason:
+                    filtered[task.id] = reason
+        kept = [t for t in chosen if t.id not in filtered]
+        if chosen and not kept:
+            first = next(iter(filtered))
+            raise ConfigError(
+                f"the {self.config.agent} agent cannot run any of the {len(chosen)} selected "
+                f"tasks (task '{first}' has {filtered[first]}); choose tasks it can run, or "
+                "another agent"
+            )
+        return TaskSelection(kept, len(chosen), filtered)
 
     # --- what a results file says about the run ---------------------------------------------
     def info(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from harness.cli.common import (
     split_ids,
 )
 from harness.cli.review import REVIEW_LLM_HELP
-from harness.config import DEFAULT_SEED, RunConfig, select_tasks
+from harness.config import DEFAULT_SEED, RunConfig
 from harness.distributed.limits import parse_provider_limits
 from harness.errors import ConfigError
 from harness.metrics import INFRA, is_success
@@ -333,7 +333,8 @@ async def _run(
     pool = None
     try:
         simulations = simulations_for(backend, domain, config, agent_cmd, timeout)
-        tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
+        # bad task ids (or none the agent can run) fail here, before any output
+        tasks = simulations.select().tasks
         # so does a missing API key (for the models as resolved: defaults filled in). When the
         # agent or user calls a model, every simulation starts with a model request: the check
         # waits for the first one, so start-up does not import litellm. Otherwise (only the
@@ -405,7 +406,7 @@ def _run_with_workers(
             "simulation); leave --workers out"
         )
     simulations = simulations_for(NoBackend(), domain, config, agent_cmd, timeout)  # type: ignore[arg-type]
-    tasks = select_tasks(domain, config)
+    tasks = simulations.select().tasks
     count = min(count or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials)
     if count <= 1:  # nothing to share out: the usual single-process run
         return asyncio.run(
@@ -424,6 +425,21 @@ def _run_with_workers(
         return asyncio.run(_drive(Runner(simulations, pool), domain, config))
     finally:
         pool.close()
+
+
+def start_notes(runner: Runner, config: RunConfig, todo: int) -> list[str]:
+    """What a run says before its first simulation: the tasks its agent cannot run (left out,
+    as the reference leaves them out), and what a resumed run kept."""
+    notes = []
+    note = runner.selection.note(config.agent) if runner.selection else None
+    if note:
+        notes.append(f"{note}; the results header lists them (filtered_tasks)")
+    if runner.kept:
+        notes.append(
+            f"resuming {config.save_to}: kept {runner.kept} finished simulation"
+            f"{'' if runner.kept == 1 else 's'}, {todo} to run"
+        )
+    return notes
 
 
 async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict[str, Any]]:
@@ -450,10 +466,13 @@ async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict
                 infra += 1
             progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
 
+        def on_start(todo: int) -> None:
+            for line in start_notes(runner, config, todo):
+                progress.console.print(line, markup=False, highlight=False)
+            progress.update(bar, total=todo, visible=True)
+
         try:
-            results = await runner.run(
-                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
-            )
+            results = await runner.run(on_done, on_start)
         except ConfigError:
             # The run stops before it did anything (say, a missing key found as the first
             # model request went out): the error alone, no empty bar.
