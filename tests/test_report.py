@@ -169,7 +169,6 @@ class _Values(HTMLParser):
 
 
 def test_report_html_holds_the_json_figures_and_needs_no_network(tmp_path):
-    pytest.importorskip("matplotlib", reason="the HTML chart needs the report extra (matplotlib)")
     outcomes = {str(t): [1.0, 1.0 if t % 2 else 0.0] for t in range(12)}
     outcomes["12"] = [1.0, None]  # an infrastructure error
     run = _write(tmp_path, "a.json", _document("model-a", outcomes))
@@ -223,10 +222,6 @@ def test_report_comparisons_identical_and_different_runs(tmp_path):
     assert md.exit_code == 0
     assert "| model | pass^1 | pass^2 | pass^3 | pass^4 | avg reward | cost/sim |" in md.output
     assert "beats" in md.output
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return  # the HTML half needs the report extra
     out = tmp_path / "cmp.html"
     assert runner.invoke(app, ["report", str(a), str(a2), "-o", str(out)]).exit_code == 0
     parser = _Values()
@@ -264,3 +259,41 @@ def test_view_exact_task_id_wins_and_only_failed(tmp_path):
     assert both.exit_code == 0, both.output
     assert "v.json" in both.output and "w.json" in both.output
     assert "success rate" in both.output
+
+
+def test_html_report_draws_its_chart_without_matplotlib(tmp_path):
+    """The base install has no plotting library: the pass^k chart is tau-mcp's own SVG, one
+    point per run and k at the figure the JSON holds."""
+    import subprocess
+    import sys
+
+    a = _write(
+        tmp_path, "a.json", _document("model-a", {str(t): [1.0, t % 3 and 1.0] for t in range(9)})
+    )
+    b = _write(tmp_path, "b.json", _document("model-b", {str(t): [1.0, 0.0] for t in range(9)}))
+    out = tmp_path / "r.html"
+    blocker = (
+        "import sys; sys.modules['matplotlib'] = None; "  # any import of it fails
+        "from harness.cli import app; app()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker, "report", str(a), str(b), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = out.read_text()
+    summary = json.loads(
+        CliRunner().invoke(app, ["report", str(a), str(b), "--format", "json"]).output
+    )
+    chart = html[html.index('<svg class="pass-hat-chart"') :]
+    chart = chart[: chart.index("</svg>")]
+    for run in summary["runs"]:
+        group = chart[chart.index(f'data-label="{run["label"]}"') :]
+        group = group[: group.index("</g>")]
+        drawn = dict(re.findall(r'data-k="(\d+)" data-value="([\d.]+)"', group))
+        assert drawn.keys() == run["pass_hat"].keys()
+        for k, point in run["pass_hat"].items():
+            assert float(drawn[k]) == pytest.approx(point["value"] * 100, abs=1e-4)
+    assert "<polygon" in chart  # the confidence bands
