@@ -16,6 +16,7 @@ from harness.cli import app
 from harness.report.stats import (
     bootstrap_mean,
     mcnemar_exact,
+    mcnemar_test,
     paired_difference,
     percentile_interval,
 )
@@ -63,11 +64,24 @@ def test_mcnemar_exact_values():
 def test_paired_difference_identical_and_different_runs():
     same = paired_difference([1.0, 0.0, 1.0, 1.0] * 5, [1.0, 0.0, 1.0, 1.0] * 5)
     assert same.difference.estimate == 0 and not same.significant
-    assert same.mcnemar_p == 1.0
     better = paired_difference([1.0] * 30, [1.0] * 10 + [0.0] * 20)
     assert better.significant and better.difference.estimate == pytest.approx(20 / 30)
-    assert better.mcnemar_p < 0.001
     assert "beats" in better.verdict("A", "B")
+
+
+def test_mcnemar_only_where_it_applies():
+    """Same tasks, one trial each, some discordant pair: the test; anything else: why not."""
+    a = {str(t): [True] for t in range(30)}
+    b = {str(t): [t < 10] for t in range(30)}
+    applies = mcnemar_test(a, b)
+    assert applies.p == pytest.approx(mcnemar_exact(20, 0)) and applies.p < 0.001
+    assert "20 solved by the first run only, 0 by the second only" in applies.note
+    same = mcnemar_test(a, dict(a))
+    assert same.p is None and "no task was solved by one run only" in same.note
+    fewer = mcnemar_test(a, {t: v for t, v in b.items() if t != "0"})
+    assert fewer.p is None and "finished different ones (30 and 29, 29 in both)" in fewer.note
+    trials = mcnemar_test({t: [True, False] for t in a}, {t: [True, True] for t in a})
+    assert trials.p is None and "up to 2 trials per task" in trials.note
 
 
 # --- constructed runs -----------------------------------------------------------------------
@@ -222,6 +236,9 @@ def test_report_comparisons_identical_and_different_runs(tmp_path):
     assert md.exit_code == 0
     assert "| model | pass^1 | pass^2 | pass^3 | pass^4 | avg reward | cost/sim |" in md.output
     assert "beats" in md.output
+    # Two trials per task: McNemar's one-outcome pairing does not apply, and the report says so.
+    assert a_vs_b["mcnemar_p"] is None and "up to 2 trials per task" in a_vs_b["mcnemar_note"]
+    assert "McNemar's test is not shown" in md.output
     out = tmp_path / "cmp.html"
     assert runner.invoke(app, ["report", str(a), str(a2), "-o", str(out)]).exit_code == 0
     parser = _Values()

@@ -22,7 +22,7 @@ from harness.report.failures import (
     reviews_summary,
 )
 from harness.report.reviews import review_digest
-from harness.report.stats import bootstrap_mean, paired_difference
+from harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -200,12 +200,14 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
             ci_high=None,
             significant=False,
             mcnemar_p=None,
+            mcnemar_note="McNemar's test is not shown: the runs share no finished task.",
             flips=[],
             verdict="The two runs share no finished task, so they cannot be compared.",
             noise=None,
         )
         return result
     paired = paired_difference([rates_a[t] for t in common], [rates_b[t] for t in common])
+    mcnemar = mcnemar_test(outcomes_a, outcomes_b)
     flips = [
         {"task_id": t, "a": rates_a[t], "b": rates_b[t]}
         for t in common
@@ -216,7 +218,8 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         ci_low=paired.difference.low,
         ci_high=paired.difference.high,
         significant=paired.significant,
-        mcnemar_p=paired.mcnemar_p,
+        mcnemar_p=mcnemar.p,
+        mcnemar_note=mcnemar.note,
         flips=flips,
         verdict=paired.verdict(a["label"], b["label"]),
         noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),
