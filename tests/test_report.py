@@ -314,3 +314,16 @@ def test_html_report_draws_its_chart_without_matplotlib(tmp_path):
         for k, point in run["pass_hat"].items():
             assert float(drawn[k]) == pytest.approx(point["value"] * 100, abs=1e-4)
     assert "<polygon" in chart  # the confidence bands
+
+
+def test_view_lists_tasks_in_natural_order(tmp_path):
+    doc = _document("m", {"10": [1.0], "2": [0.0], "1": [1.0], "task_10": [1.0], "task_9": [0.0]})
+    doc["simulations"].reverse()
+    path = _write(tmp_path, "order.json", doc)
+    result = CliRunner().invoke(app, ["view", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    tasks_part, sims_part = result.output.split("Simulations", 1)
+    tasks_part = tasks_part[tasks_part.rindex("Tasks") :]
+    in_order = ["1", "2", "10", "task_9", "task_10"]
+    assert re.findall(r"^│ (\S+) +│", tasks_part, re.M) == in_order
+    assert re.findall(r"^│ \S+ +│ (\S+) +│", sims_part, re.M) == in_order
