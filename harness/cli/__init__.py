@@ -28,9 +28,12 @@ from harness.cli import (
     submit,
     view,
 )
+from servers.cli_help import PlainFlagsGroup
 
 app = typer.Typer(
-    help="Run and grade tau2 simulations against tau-mcp servers.", no_args_is_help=True
+    cls=PlainFlagsGroup,
+    help="Run and grade tau2 simulations against tau-mcp servers.",
+    no_args_is_help=True,
 )
 
 

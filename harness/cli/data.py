@@ -7,11 +7,14 @@ from pathlib import Path
 import typer
 
 from harness.reference_texts.build import find_python, generate_reference_texts
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.data import resolve_data_dir
 from servers.engine.errors import DataError
 from servers.engine.pins import default_cache_dir, fetch_reference, load_pins, verify_data_dir
 
-data_app = typer.Typer(help="Get and check the reference benchmark data.", no_args_is_help=True)
+data_app = typer.Typer(
+    cls=PlainFlagsGroup, help="Get and check the reference benchmark data.", no_args_is_help=True
+)
 
 
 @data_app.command("fetch")

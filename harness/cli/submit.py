@@ -12,9 +12,11 @@ from harness.cli.common import console, fail
 from harness.leaderboard.schema import SchemaError
 from harness.results import ResultsError
 from harness.results_layouts import LayoutError
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.errors import EngineError
 
 submit_app = typer.Typer(
+    cls=PlainFlagsGroup,
     help="Leaderboard submissions: prepare a folder from results files, validate a folder.",
     no_args_is_help=True,
 )
