@@ -271,6 +271,7 @@ class SimulationRunner:
             "num_trials": c.num_trials,
             "max_steps": c.max_steps,
             "max_errors": c.max_errors,
+            "timeout": c.timeout,
             "user_info": {
                 "implementation": c.user,
                 "llm": c.user_llm,
@@ -394,7 +395,7 @@ class SimulationRunner:
             user,
             agent_session,
             user_session,
-            limits=Limits(self.config.max_steps, self.config.max_errors),
+            limits=Limits(self.config.max_steps, self.config.max_errors, self.config.timeout),
             solo=self.solo,
             user_tool_names={t.name for t in user_tools},
             agent_tool_names={t.name for t in agent_tools},
