@@ -33,6 +33,14 @@ from harness.cli.common import (
     split_ids,
 )
 from harness.cli.review import REVIEW_LLM_HELP
+from harness.cli.tau2_options import (
+    Tau2OptionError,
+    agent_name,
+    apply_log_level,
+    check_persona,
+    read_extra_args,
+    user_name,
+)
 from harness.config import DEFAULT_SEED, RunConfig
 from harness.distributed.limits import parse_provider_limits
 from harness.errors import ConfigError
@@ -54,8 +62,9 @@ from harness.simulate import SimulationRunner
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 
-#: Extra arguments are `--task-ids a b c` as the reference's CLI takes them.
-CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": False}
+#: Extra arguments are `--task-ids a b c` as the reference's CLI takes them, and the reference's
+#: voice and log options (harness.cli.tau2_options sorts them out).
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
@@ -68,7 +77,7 @@ _FROM = (
 
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(None, "--domain", help=DOMAIN_HELP),
+    domain: str = typer.Option(None, "--domain", "-d", help=DOMAIN_HELP),
     preset: str = typer.Option(
         None,
         "--preset",
@@ -80,13 +89,19 @@ def run(
     ),
     agent: str = typer.Option(
         "llm",
-        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
+        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class "
+        "(the reference's llm_agent, llm_agent_gt and llm_agent_solo name ours).",
     ),
     agent_cmd: str = typer.Option(
         None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
     ),
     timeout: float = typer.Option(
-        None, "--timeout", help="With --agent cmd: seconds a program may take per simulation."
+        None,
+        "--timeout",
+        min=0,
+        help="Seconds of wall-clock time per simulation; past it the conversation ends "
+        "(ending 'timeout', reward 0), as in the reference. With --agent cmd, also how long "
+        "the program may run.",
     ),
     agent_llm: str = typer.Option(
         None,
@@ -99,7 +114,11 @@ def run(
         help="JSON object; replaces (does not merge into) the default "
         f"{json.dumps(_DEFAULTS.agent_llm_args)}, {_FROM}.",
     ),
-    user: str = typer.Option("llm", help="llm, scripted or dummy (solo runs)."),
+    user: str = typer.Option(
+        "llm",
+        help="llm, scripted or dummy (solo runs); the reference's user_simulator and dummy_user "
+        "name ours.",
+    ),
     user_llm: str = typer.Option(
         None,
         "--user-llm",
@@ -111,7 +130,9 @@ def run(
         help="JSON object; replaces (does not merge into) the default "
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
-    task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_split: str = typer.Option(
+        "base", "--task-split", "--task-split-name", help="Task split to draw tasks from."
+    ),
     task_set_name: str = typer.Option(
         None,
         "--task-set-name",
@@ -129,6 +150,9 @@ def run(
     max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
     max_retries: int = typer.Option(
         3, "--max-retries", min=0, help="Retries of infrastructure failures."
+    ),
+    retry_delay: float = typer.Option(
+        1.0, "--retry-delay", min=0, help="Seconds to wait before retrying a failed simulation."
     ),
     judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
     judge_llm_args: str = typer.Option(
@@ -184,6 +208,23 @@ def run(
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    auto_resume: bool = typer.Option(
+        False,
+        "--auto-resume",
+        help="The reference's spelling; tau-mcp always resumes an existing --save-to file "
+        "without asking (and refuses one written with other settings).",
+    ),
+    user_persona: str = typer.Option(
+        None,
+        "--user-persona",
+        help="The reference's JSON persona option: read and, as in the reference (1.0.1), "
+        "not used.",
+    ),
+    log_level: str = typer.Option(
+        None,
+        "--log-level",
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL: tau-mcp's and litellm's logs.",
+    ),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if preset is not None:
@@ -194,13 +235,23 @@ def run(
         fail(
             "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
         )
-    if ctx.args:
+    try:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
-        # here. Anything else left over is a mistake worth one clear sentence.
+        # in ctx.args, with the reference's voice and log options (noted, not used).
+        extra = read_extra_args(ctx.args, [o for p in ctx.command.params for o in p.opts])
+        agent, user = agent_name(agent), user_name(user)
+        check_persona(user_persona)
+        apply_log_level(log_level)
+    except Tau2OptionError as exc:
+        fail(str(exc))
+        return
+    if extra.task_ids:
         if not task_ids:
-            fail(f"unexpected arguments: {' '.join(ctx.args)}")
+            fail(f"unexpected arguments: {' '.join(extra.task_ids)}")
             return
-        task_ids = [*task_ids, *ctx.args]
+        task_ids = [*task_ids, *extra.task_ids]
+    for note in extra.notes:
+        typer.echo(note, err=True)
     if save_to is None:
         save_to = _default_results_path(domain, agent, user)
     config = RunConfig(
@@ -220,6 +271,8 @@ def run(
         max_steps=max_steps,
         max_errors=max_errors,
         max_retries=max_retries,
+        retry_delay=retry_delay,
+        timeout=timeout,
         enforce_protocol=enforce_protocol,
         judge=judge_option(judge_llm, judge_llm_args),
         save_to=save_to,
@@ -313,8 +366,6 @@ def simulations_for(
         return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
     if agent_cmd:
         raise ConfigError("--agent-cmd goes with --agent cmd")
-    if timeout is not None:
-        raise ConfigError("--timeout applies to --agent cmd runs only")
     return SimulationRunner(backend, domain, config)
 
 
