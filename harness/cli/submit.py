@@ -10,7 +10,7 @@ import typer
 
 from harness.cli.common import console, fail
 from harness.leaderboard.schema import SchemaError
-from harness.results import ResultsError
+from harness.results import ResultsError, load_results
 from harness.results_layouts import LayoutError
 from servers.cli_help import PlainFlagsGroup
 from servers.engine.errors import EngineError
@@ -244,3 +244,41 @@ def validate(
     if not report.ok:
         fail(f"{folder} is not a valid submission ({len(report.errors)} problem(s))")
     console.print(f"{folder} is a valid submission")
+
+
+@submit_app.command("verify-trajs")
+def verify_trajs(
+    paths: list[str] = typer.Argument(
+        ..., help="Results files, folders of them, or glob patterns."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Check results files one by one as a submission's trajectories are checked: the domain's
+    base split, every trial of every task, 4+ trials, no infrastructure errors (the
+    reference's `submit verify-trajs`)."""
+    from harness.cli.tau2 import expand_paths
+    from harness.leaderboard.rules import Run, verify_run
+
+    files, nothing = expand_paths(paths)
+    bad = list(nothing)
+    for raw in nothing:
+        typer.echo(f"error: no such file: {raw}", err=True)
+    for path in files:
+        try:
+            run = Run(path, load_results(path))
+            if run.domain is None:
+                raise ResultsError(f"{path} does not record its domain")
+            problems = verify_run(run, data_dir)
+        except (ResultsError, EngineError, ValueError) as exc:
+            problems = [str(exc)]
+        if problems:
+            bad.append(str(path))
+            for problem in problems:
+                typer.echo(f"error: {problem}", err=True)
+        else:
+            console.print(f"[green]ok[/green] {path}", highlight=False)
+    if bad:
+        fail(f"{len(bad)} of {len(files) + len(nothing)} file(s) fail the checks")
+    console.print(f"all {len(files)} file(s) pass the checks")
