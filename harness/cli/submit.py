@@ -96,6 +96,11 @@ def prepare(
         "--no-verify",
         help="Skip the trajectory checks (base split, trial counts, 4+ trials, no errors).",
     ),
+    voice: bool = typer.Option(
+        False,
+        "--voice",
+        help="The reference's voice-submission mode; tau-mcp has no voice runs: refused.",
+    ),
     interactive: bool = typer.Option(
         False, "--interactive", help="Ask for each value at a prompt (defaults as resolved)."
     ),
@@ -106,6 +111,9 @@ def prepare(
 ) -> None:
     """Make the board's submission folder (submission.json + trajectories/) from results files."""
     from harness.leaderboard import submission as sub
+
+    if voice:
+        fail("tau-mcp has no voice (full-duplex) runs to submit; drop --voice")
 
     try:
         runs = sub.load_runs(results)
