@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -363,6 +364,9 @@ def simulations_for(
             raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
         from harness.serve.channel import OutsideAgent
 
+        # --timeout bounds the program (harness.serve.command), which then ends the
+        # conversation from the agent's side and has it graded (docs/serve.md)
+        config = replace(config, timeout=None)
         return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
     if agent_cmd:
         raise ConfigError("--agent-cmd goes with --agent cmd")
