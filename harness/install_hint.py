@@ -10,6 +10,7 @@ import re
 import shlex
 import sys
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 DIST = "tau-mcp"
@@ -26,10 +27,10 @@ def install_command(extra: str) -> str:
     origin = _direct_url(dist)
     source = _local_path(origin)
     installer = (dist.read_text("INSTALLER") or "").strip()
-    prefix = sys.prefix.replace("\\", "/")
-    if "/pipx/venvs/" in prefix:
+    prefix = Path(sys.prefix)
+    if "pipx" in prefix.parts and "venvs" in prefix.parts:
         return f"pipx inject {DIST} {wanted}"
-    if installer == "uv" and "/uv/tools/" in prefix:
+    if (prefix / "uv-receipt.toml").is_file():  # a `uv tool install` environment
         return f"uv tool install --force --with {wanted} {shlex.quote(source or DIST)}"
     if (origin.get("dir_info") or {}).get("editable") and source:
         return f"{_pip(installer)} -e {shlex.quote(f'{source}[{extra}]')}"
