@@ -12,6 +12,9 @@ from typing import Any, Literal, Protocol
 from conversation.errors import InfrastructureError
 
 Side = Literal["agent", "user"]
+#: Where a tool result's `_meta` carries what the call's own model calls cost (dollars), e.g. a
+#: retrieval tool's embeddings or reranker; absent when they cost nothing.
+COST_META = "tau-mcp/cost"
 
 __all__ = ["InfrastructureError", "Side", "ToolInfo", "ToolResult", "ToolSession"]
 
@@ -36,6 +39,16 @@ class ToolInfo:
 class ToolResult:
     text: str
     error: bool
+    cost: float = 0.0  # what the tool's own model calls cost (see COST_META)
+
+
+def result_cost(meta: Any) -> float:
+    """The cost a tool result's `_meta` reports (0 when none or malformed)."""
+    if isinstance(meta, dict):
+        value = meta.get(COST_META)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return 0.0
 
 
 class ToolSession(Protocol):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from harness.results import ResultsError, atomic_write, journal_path
+from harness.results import ResultsError, atomic_write, journal_path, results_text
 
 
 def refuse_unfinished_run(save_to: Path) -> None:
@@ -22,7 +21,7 @@ def refuse_unfinished_run(save_to: Path) -> None:
 
 def write_regraded(save_to: Path, document: dict[str, Any]) -> None:
     try:
-        atomic_write(save_to, json.dumps(document, indent=1, default=str))
+        atomic_write(save_to, results_text(document))
     except OSError as exc:
         raise ResultsError(
             f"cannot write the re-graded results to {save_to} ({exc.strerror or exc}); "

@@ -68,6 +68,8 @@ class Conversation:
     tool_errors: int
     history_length: int
     extra: dict[str, Any] = field(default_factory=dict)
+    # What tools' own model calls cost (retrieval embeddings, rerankers), by who called them.
+    tool_costs: dict[str, float] = field(default_factory=dict)
 
 
 class EmptyMessageError(RuntimeError):
@@ -105,6 +107,7 @@ class Orchestrator:
         self.trajectory: list[Message] = []
         self.steps = 0
         self.errors = 0
+        self.tool_costs: dict[str, float] = {}
         self.done = False
         self.termination: Termination | None = None
         self.sender: Role | None = None
@@ -220,6 +223,10 @@ class Orchestrator:
         else:
             result = await session.call_tool(call.name, call.arguments)
             result_text, error = result.text, result.error
+            if result.cost:
+                self.tool_costs[call.requestor] = (
+                    self.tool_costs.get(call.requestor, 0.0) + result.cost
+                )
         if error:
             self.errors += 1
         return ToolMessage(
@@ -269,4 +276,5 @@ class Orchestrator:
             steps=self.steps,
             tool_errors=self.errors,
             history_length=len(history),
+            tool_costs=dict(self.tool_costs),
         )

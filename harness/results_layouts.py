@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 import orjson
 
+from harness.redaction import redact_document
+
 Layout = Literal["tau-mcp", "json", "dir"]
 LAYOUTS: tuple[Layout, ...] = ("tau-mcp", "json", "dir")
 SIMULATIONS_DIR = "simulations"
@@ -150,6 +152,7 @@ def tau_mcp_text(document: dict[str, Any]) -> str:
     """Our layout, by our results writer itself."""
     from harness.results import ResultsFile
 
+    document = redact_document(document)  # as every writer: no key reaches the file
     results = ResultsFile(None, {}, [])
     results.header = {k: v for k, v in document.items() if k != "simulations"}
     if not results.header:
@@ -165,8 +168,8 @@ def _reference_order(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_text(document: dict[str, Any]) -> str:
-    """The reference's single-file layout as `tau2 run` writes it."""
-    return json.dumps(_reference_order(document), indent=2)
+    """The reference's single-file layout as `tau2 run` writes it (keys redacted)."""
+    return json.dumps(_reference_order(redact_document(document)), indent=2)
 
 
 def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -186,7 +189,8 @@ def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def dir_files(document: dict[str, Any]) -> dict[str, bytes]:
-    """The reference's folder layout: relative path -> bytes."""
+    """The reference's folder layout: relative path -> bytes (keys redacted)."""
+    document = redact_document(document)
     meta = {k: v for k, v in _reference_order(document).items() if k != "simulations"}
     meta[INDEX_KEY] = simulation_index(document["simulations"])
     files = {META_FILE: json.dumps(meta, indent=2).encode("utf-8")}

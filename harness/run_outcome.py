@@ -55,3 +55,22 @@ def interrupted_message(save_to: Path | None) -> str:
         f"interrupted: {kept} finished simulation{'s' if kept != 1 else ''} saved in "
         f"{save_to}; rerun the same command (same --save-to) to run only the rest"
     )
+
+
+def stopped_message(reason: str, save_to: Path | None) -> str:
+    """One sentence for a run stopped part-way (its server gone): why, what is kept, and how
+    to go on once the cause is fixed."""
+    reason = f"{reason}, so the run stopped"
+    if save_to is None:
+        return f"{reason}; nothing was saved"
+    try:
+        sims = load_results(Path(save_to))["simulations"]
+    except ResultsError:
+        return (
+            f"{reason}; no simulation had finished: restart the server and rerun the same command"
+        )
+    kept = len(sims) - infra_count(sims)
+    return (
+        f"{reason}; {kept} finished simulation{'s' if kept != 1 else ''} are kept in {save_to}: "
+        "restart the server and rerun the same command (same --save-to) to run only the rest"
+    )

@@ -8,7 +8,7 @@ run it elsewhere and hand back the same record. The batch never knows which.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from harness.config import RunConfig, trial_seeds
 from harness.errors import ConfigError
 from harness.metrics import INFRA
-from harness.results import ResultsFile, load_results
+from harness.results import ResultsFile, check_tasks, load_results
 from harness.results_lock import results_lock
 from harness.resume_check import check_no_orphan_journal, check_resumable
 from harness.simulate import SimulationRunner, TaskSelection
@@ -84,7 +84,8 @@ class Runner:
         done: set[tuple[str, int]] = set()
         fresh = config.save_to is None or not Path(config.save_to).exists()
         if not fresh:
-            done = keep_finished(results, Path(config.save_to), simulations.domain.name)
+            domain = simulations.domain
+            done = keep_finished(results, Path(config.save_to), domain.name, domain.tasks)
             self.kept = len(done)
         seeds = trial_seeds(config.seed, config.num_trials)
         todo = [
@@ -118,21 +119,24 @@ class Runner:
         return results
 
 
-def keep_finished(results: ResultsFile, path: Path, domain: str) -> set[tuple[str, int]]:
+def keep_finished(
+    results: ResultsFile, path: Path, domain: str, task_ids: Collection[str] | None = None
+) -> set[tuple[str, int]]:
     """Resuming: add a previous run's finished simulations to `results` (infrastructure
-    failures are left out, to be run again) and return their (task id, trial) keys."""
+    failures are left out, to be run again) and return their (task id, trial) keys. A file
+    with two different results for one (task, trial), or a simulation of a task it does not
+    list (or, given `task_ids`, that the domain does not have), is refused."""
     previous = load_results(path)
     old_domain = ((previous.get("info") or {}).get("environment_info") or {}).get("domain_name")
     if old_domain not in (None, domain):
         raise ConfigError(f"{path} holds a run on domain '{old_domain}', not '{domain}'")
+    check_tasks(path, previous, task_ids)
     check_resumable(path, previous, results.header)
     done = set()
     for sim in previous["simulations"]:
         if sim.get("termination_reason") == INFRA:
             continue
-        key = (str(sim.get("task_id")), int(sim.get("trial") or 0))
-        if key in done:
-            continue
-        done.add(key)
+        # load_results leaves one result per (task, trial): different copies are refused
+        done.add((str(sim.get("task_id")), int(sim.get("trial") or 0)))
         results.add(sim, save=False)
     return done

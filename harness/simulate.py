@@ -25,6 +25,7 @@ from conversation.messages import dump_message, history_messages, now
 from conversation.reference_prompts import compose_policy, user_guidelines_path
 from conversation.reference_texts import reference_texts
 from grading import Grader
+from harness import redaction
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
@@ -89,7 +90,9 @@ def infrastructure_record(
     task_id: str, trial: int, seed: int, error: str, attempts: int
 ) -> dict[str, Any]:
     """The record of a simulation that failed for infrastructure reasons after every retry;
-    it is never scored, and a resumed run tries it again."""
+    it is never scored, and a resumed run tries it again. A key the error echoes (some
+    providers do) is redacted here, so no copy of the record holds it."""
+    error = redaction.redact_text(error)
     stamp = now()
     return {
         "id": str(uuid.uuid4()),
@@ -201,6 +204,11 @@ class SimulationRunner:
         before it starts (a live view of its trajectory)."""
         self.texts = reference_texts(domain.data_dir)
         config = with_llm_defaults(config, self.texts)
+        # Keys in the model arguments are redacted by value wherever this process writes or
+        # prints (an error that echoes one included); see harness.redaction.
+        redaction.remember_args([config.agent_llm_args, config.user_llm_args])
+        if config.judge is not None:
+            redaction.remember_args(config.judge.llm_args)
         self.backend, self.domain, self.config = backend, domain, config
         self.agent_factory: AgentFactory = agent_factory or agent_class(config.agent)
         self.user_factory: UserFactory = user_factory or user_class(config.user)
@@ -451,6 +459,10 @@ class SimulationRunner:
         user_costs = [
             m["cost"] for m in messages if m["role"] == "user" and m.get("cost") is not None
         ]
+        # A tool's own model calls (retrieval embeddings, rerankers) count with the side that
+        # called it; `info.tool_cost` shows that part.
+        agent_costs += [c for who, c in conversation.tool_costs.items() if who != "user"]
+        user_costs += [c for who, c in conversation.tool_costs.items() if who == "user"]
         return {
             "id": str(uuid.uuid4()),
             "task_id": task.id,
@@ -471,5 +483,6 @@ class SimulationRunner:
                 "steps": conversation.steps,
                 "tool_errors": conversation.tool_errors,
                 "history_length": conversation.history_length,
+                **({"tool_cost": dict(conversation.tool_costs)} if conversation.tool_costs else {}),
             },
         }

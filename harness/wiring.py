@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from grading import Judge
+from harness import redaction
 from harness.backends import EpisodeBackend
 from servers.engine.domain import Domain
 
@@ -64,6 +65,7 @@ async def open_backend(
     (checked to serve the domain), else the server app in this process, with no socket."""
     from harness.backends.http import in_process_backend, remote_backend
 
+    redaction.remember(token)  # never written or printed (see harness.redaction)
     if server:
         return await remote_backend(server, token, domain.name)
     return await in_process_backend({domain.name: domain}, token)

@@ -1,13 +1,18 @@
-"""Soak benchmark: create/call/delete cycles against `tau-server serve` on loopback, printing the
-server's resident memory (RSS, from /proc) after every 1,000 cycles.
+"""Soak benchmark: create/call/delete cycles against `tau-server serve` (or, with `--serve`,
+`tau-harness serve`) on loopback, printing the server's resident memory (RSS, from /proc) after
+every 1,000 cycles.
 
 One cycle: `POST /{domain}/episodes` (from a task), one MCP tool call on the episode's agent
 endpoint, `DELETE` the episode. `--protocol legacy` opens an MCP session per episode with the
 `initialize` handshake (and closes it with DELETE unless `--no-close`), as older clients and
 Eval Protocol do; `--ep` drives the Eval Protocol path (`/{domain}/mcp` + reset_session).
+`--serve` cycles simulations of `tau-harness serve` instead (scripted user, no judge):
+`POST /simulations`, one tool call as the agent's move on its MCP endpoint, `POST .../end`
+(graded). serve keeps every simulation it hosted until it stops, so its RSS grows by each
+finished simulation's record.
 
     python scripts/bench_soak.py [--cycles 10000] [--domain airline] [--protocol modern|legacy]
-                                 [--ep] [--no-close] [--read-state] [--concurrency 8]
+                                 [--ep] [--no-close] [--read-state] [--concurrency 8] [--serve]
 """
 
 from __future__ import annotations
@@ -46,12 +51,17 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def start_server(domain: str) -> tuple[str, subprocess.Popen]:
+def start_server(domain: str, serve: bool = False) -> tuple[str, subprocess.Popen]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command = [sys.executable, "-c", "from servers.cli import app; app()", "serve"]
-    command += ["--port", str(port), "--domains", domain]
+    if serve:
+        command = [sys.executable, "-c", "from harness.cli import main; main()", "serve"]
+        command += ["--port", str(port), "--domain", domain, "--user", "scripted"]
+        command += ["--judge-llm", "none"]
+    else:
+        command = [sys.executable, "-c", "from servers.cli import app; app()", "serve"]
+        command += ["--port", str(port), "--domains", domain]
     proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -92,6 +102,20 @@ async def legacy_session(client: httpx2.AsyncClient, path: str, init: dict) -> d
 async def cycle(client: httpx2.AsyncClient, opts: argparse.Namespace, task: str, n: int) -> None:
     name, args = CALL[opts.domain]
     domain = opts.domain
+    if opts.serve:
+        created = await client.post("/simulations", json={"task_id": task, "trial": n % 10_000})
+        created.raise_for_status()
+        simulation = created.json()
+        params = {"name": name, "arguments": args, "_meta": META}
+        response = await client.post(
+            simulation["mcp"],
+            content=rpc("tools/call", params),
+            headers={**MODERN, "mcp-name": name},
+        )
+        response.raise_for_status()
+        ended = await client.post(f"/simulations/{simulation['simulation_id']}/end")
+        ended.raise_for_status()
+        return
     if opts.ep:
         extra = {"session_id": f"soak-{n}", "config": {"domain": domain, "task_id": task}}
         init = {**INIT, "clientInfo": {**INIT["clientInfo"], "_extra": extra}}
@@ -130,7 +154,8 @@ async def cycle(client: httpx2.AsyncClient, opts: argparse.Namespace, task: str,
 
 async def soak(base: str, pid: int, opts: argparse.Namespace) -> None:
     async with httpx2.AsyncClient(base_url=base, timeout=60) as client:
-        tasks = [t["id"] for t in (await client.get(f"/{opts.domain}/tasks")).json()["tasks"]]
+        listing = "/tasks" if opts.serve else f"/{opts.domain}/tasks"
+        tasks = [t["id"] for t in (await client.get(listing)).json()["tasks"]]
         print(f"cycles       RSS MB   cycles/s   (start: {rss_mb(pid):.1f} MB)")
         done = 0
         started = time.perf_counter()
@@ -161,9 +186,13 @@ def main() -> None:
     parser.add_argument("--read-state", action="store_true", help="GET /hash and /state too")
     parser.add_argument("--url", default=None, help="a running server (needs --pid)")
     parser.add_argument("--pid", type=int, default=None)
+    parser.add_argument(
+        "--serve", action="store_true", help="cycle `tau-harness serve` simulations"
+    )
     opts = parser.parse_args()
+    path = "tau-harness serve simulations" if opts.serve else None
     print(
-        f"soak: {opts.domain}, {'EP path' if opts.ep else opts.protocol}"
+        f"soak: {opts.domain}, {path or ('EP path' if opts.ep else opts.protocol)}"
         f"{', sessions never closed' if opts.no_close else ''}"
         f"{', reading hash+state' if opts.read_state else ''}, concurrency {opts.concurrency}"
     )
@@ -171,7 +200,7 @@ def main() -> None:
     if opts.url:
         base, pid = opts.url.rstrip("/"), opts.pid or os.getpid()
     else:
-        base, proc = start_server(opts.domain)
+        base, proc = start_server(opts.domain, opts.serve)
         pid = proc.pid
     try:
         asyncio.run(soak(base, pid, opts))

@@ -1,14 +1,14 @@
 """The `tau-server` HTTP application: episode routes, MCP endpoints, the Eval Protocol path.
 
 One process serves several domains. Each (domain, side) has one FastMCP app that serves every
-episode; a small gateway in front of it puts the episode named in the URL path into the request
+episode (on the agent side of a domain with retrieval configs, one per config, built on first
+use); a small gateway in front of it puts the episode named in the URL path into the request
 scope, where the tools find it. Starlette's `Mount` does not run a sub-app's lifespan, so the
 app's own lifespan starts every MCP session manager.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,21 +17,13 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from servers import mcp_sessions
-from servers.auth import (
-    DEFAULT_MAX_BODY,
-    BearerTokenGuard,
-    BodySizeLimit,
-    BodyTooLarge,
-    send_json_error,
-)
+from servers.auth import DEFAULT_MAX_BODY, send_json_error
 from servers.domains.registry import load_domains
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, EpisodeStore, Side
@@ -40,14 +32,11 @@ from servers.engine.ids import check_episode_id
 from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from servers.ep import EvalProtocolBridge
 from servers.fast_calls import FastToolCalls
-from servers.guards import (
-    DEFAULT_BODY_TIMEOUT,
-    LOOPBACK_HOSTS,
-    ErrorsAsJson,
-    HostOriginGuard,
-    JsonBodyGuard,
-)
+from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
+from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
+from servers.limits import id_field, json_utf8, name_field, options_field
 from servers.mcp_apps import McpApps
+from servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
 
@@ -55,8 +44,54 @@ DEFAULT_EPISODE = "default"
 SIDES: tuple[Side, ...] = ("agent", "user")
 
 
-class BadRequest(EngineError):
-    status = 400
+async def _shown_on_side_endpoints(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` on the default endpoint of the side of a server started with
+    `--retrieval-config <variant>` and on an episode created with `retrieval_config: <variant>`,
+    in the modern protocol (the short path) and with a legacy session (FastMCP); all four must
+    agree."""
+    from servers.mcp_probe import PROBE_HOST, created_episode, listed_tools, running
+
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
+    async with running(TauServer({domain.name: domain}, settings).build()) as app:
+        created = await created_episode(app, domain.name, {NAME_OPTION: variant})
+        paths = (f"/{domain.name}/{view}/mcp", created[f"{view}_mcp"])
+        seen = {
+            (path, mode): await listed_tools(app, path, mode)
+            for path in paths
+            for mode in ("2026-07-28", "legacy")
+        }
+    first = next(iter(seen.values()))
+    for (path, mode), tools in seen.items():
+        if tools != first:
+            raise ListingMismatch(f"{path} ({mode}) lists other tools than {paths[0]}")
+    return first
+
+
+async def _shown_on_ep_endpoint(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    """`tools/list` on `/{domain}/mcp`: in the modern protocol on the server's default episode
+    (`--retrieval-config <variant>`), and to an Eval Protocol session whose row config names
+    the variant (legacy handshake, as EP connects); both must agree."""
+    from servers.mcp_probe import PROBE_HOST, listed_tools, listed_tools_as_ep, running
+
+    settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
+    async with running(TauServer({domain.name: domain}, settings).build()) as app:
+        modern = await listed_tools(app, f"/{domain.name}/mcp")
+        legacy = await listed_tools_as_ep(app, f"/{domain.name}/mcp/", {NAME_OPTION: variant})
+    if modern != legacy:
+        raise ListingMismatch(f"/{domain.name}/mcp lists other tools to Eval Protocol sessions")
+    return modern
+
+
+#: The agent and user endpoints: `/{domain}/{side}/mcp` and `/{domain}/episodes/{id}/{side}/mcp`.
+SIDE_ENDPOINTS = register_surface(
+    "tau-server /{domain}/{side}/mcp", ("agent", "user"), _shown_on_side_endpoints
+)
+#: The Eval Protocol endpoint `/{domain}/mcp` (agent tools, results as JSON objects).
+EP_ENDPOINT = register_surface(
+    "tau-server /{domain}/mcp (Eval Protocol)", ("agent",), _shown_on_ep_endpoint
+)
 
 
 @dataclass
@@ -80,6 +115,16 @@ class ServerSettings:
     # retrieval configs (banking_knowledge); None: each domain's own default.
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
+
+    def guards(self) -> HttpGuards:
+        return HttpGuards(
+            token=self.token,
+            allowed_hosts=self.allowed_hosts,
+            allowed_origins=self.allowed_origins,
+            max_body_bytes=self.max_body_bytes,
+            body_timeout=self.body_timeout,
+            network=self.network_guards,
+        )
 
 
 def episode_from_scope() -> Episode:
@@ -114,7 +159,7 @@ class TauServer:
         self.mcp_apps = McpApps(eager, lazy=lazy, on_demand=on_demand)
         self.fast_calls: dict[tuple[str, str, str | None], FastToolCalls] = {}  # fast_calls.py
         for key in [*eager, *on_demand]:
-            fast = FastToolCalls.for_domain(domains[key[0]], key[1], key[2])
+            fast = FastToolCalls.for_domain(domains[key[0]], key[1], SIDE_ENDPOINTS, key[2])
             if fast is not None:
                 self.fast_calls[key] = fast
         ep_eager = {
@@ -160,7 +205,7 @@ class TauServer:
             from servers.mcp_tools import build_mcp_server
 
             server = build_mcp_server(
-                self.domains[domain], side, episode_from_scope, variant=variant
+                self.domains[domain], side, episode_from_scope, SIDE_ENDPOINTS, variant=variant
             )
             return server.http_app(path="/mcp", json_response=True)
 
@@ -175,6 +220,7 @@ class TauServer:
                 self.domains[domain],
                 "agent",
                 episode_from_scope,
+                EP_ENDPOINT,
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
                 name=f"tau2-{domain}-eval-protocol",
@@ -280,13 +326,13 @@ class TauServer:
     async def create_episode(self, request: Request) -> JSONResponse:
         domain = request.path_params["domain"]
         loaded = self.store.domain(domain)
-        body = await _json_body(request)
-        task_id = _optional_str(body, "task_id")
-        episode_id = _optional_str(body, "episode_id")
+        body = await json_object_body(request)
+        task_id = id_field(body, "task_id")
+        episode_id = id_field(body, "episode_id")
         if episode_id is not None:
             check_episode_id(episode_id)
-        config = _optional_str(body, NAME_OPTION)
-        kwargs = _optional_object(body, KWARGS_OPTION)
+        config = name_field(body, NAME_OPTION)
+        kwargs = options_field(body, KWARGS_OPTION)
         variant = self.resolve_variant(loaded, config, kwargs)
         episode = self.store.create(domain, task_id, episode_id, variant=variant)
         base = f"/{domain}/episodes/{episode.id}"
@@ -335,12 +381,12 @@ class TauServer:
 
     async def assertions(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
-        items = _list_field(await _json_body(request), "assertions")
+        items = _list_field(await json_object_body(request), "assertions")
         return JSONResponse({"results": episode.check_assertions(items)})
 
     async def replay(self, request: Request) -> JSONResponse:
         episode = self._episode(request)
-        body = await _json_body(request)
+        body = await json_object_body(request)
         calls = _list_field(body, "calls")
         only_mutating = bool(body.get("only_mutating", False))
         parsed = [_parse_call(index, call) for index, call in enumerate(calls)]
@@ -378,34 +424,7 @@ class TauServer:
         return routes
 
     def build(self) -> Starlette:
-        settings = self.settings
-        middleware = [Middleware(ErrorsAsJson)]
-        if settings.network_guards:
-            middleware.append(
-                Middleware(
-                    HostOriginGuard,
-                    allowed_hosts=settings.allowed_hosts,
-                    allowed_origins=settings.allowed_origins,
-                )
-            )
-        if settings.token:
-            middleware.append(Middleware(BearerTokenGuard, token=settings.token))
-        if settings.network_guards:
-            middleware += [
-                Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
-                Middleware(JsonBodyGuard, body_timeout=settings.body_timeout),
-            ]
-        app = Starlette(
-            routes=self.routes(),
-            middleware=middleware,
-            lifespan=self.lifespan,
-            exception_handlers={
-                EngineError: _engine_error,
-                HTTPException: _http_error,
-                BodyTooLarge: _too_large,
-                Exception: _internal_error,
-            },
-        )
+        app = guarded_app(self.routes(), self.settings.guards(), lifespan=self.lifespan)
         app.state.tau = self
         return app
 
@@ -440,34 +459,7 @@ SERIALIZER_THREADS = 2
 def _locked_json(episode: Episode, produce) -> bytes:
     with episode.lock:
         value = produce()
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadRequest("request body is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise BadRequest("request body must be a JSON object")
-    return value
-
-
-def _optional_str(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise BadRequest(f"'{key}' must be a string or null")
-    return value
-
-
-def _optional_object(body: dict[str, Any], key: str) -> dict[str, Any] | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, dict):
-        raise BadRequest(f"'{key}' must be an object or null")
-    return value
+    return json_utf8(value)
 
 
 def _list_field(body: dict[str, Any], key: str) -> list:
@@ -487,33 +479,3 @@ def _parse_call(index: int, call: Any) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(arguments, dict):
         raise BadRequest(f"call #{index}: arguments must be an object")
     return requestor, call["name"], arguments
-
-
-async def _engine_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, EngineError)
-    return JSONResponse({"error": str(exc)}, status_code=exc.status)
-
-
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, HTTPException)
-    messages = {
-        404: f"no route for {request.url.path}",
-        405: f"method {request.method} not allowed here",
-    }
-    return JSONResponse(
-        {"error": messages.get(exc.status_code, str(exc.detail))}, status_code=exc.status_code
-    )
-
-
-async def _too_large(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"error": "request body too large"}, status_code=413)
-
-
-async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, anyio.BrokenResourceError | anyio.ClosedResourceError):
-        # The client went away while we answered (an in-process harness cancelling its
-        # simulations after an error or Ctrl-C): nothing went wrong on our side.
-        log.debug("client gone during %s %s", request.method, request.url.path)
-        return JSONResponse({"error": "client went away"}, status_code=499)
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return JSONResponse({"error": f"internal server error ({type(exc).__name__})"}, status_code=500)

@@ -13,17 +13,21 @@ from typing import Annotated
 
 import typer
 
-from servers.auth import DEFAULT_MAX_BODY, TOKEN_ENV, token_from_env
+from servers.auth import TOKEN_ENV, token_from_env
 from servers.cli_help import PlainFlagsGroup
 from servers.engine.data import ENV_VAR as DATA_ENV
 from servers.engine.data import resolve_data_dir
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
-from servers.guards import DEFAULT_BODY_TIMEOUT
-from servers.http_server import (
-    DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_KEEP_ALIVE,
-    DEFAULT_MAX_CONNECTIONS,
+from servers.http_options import (
+    DEFAULTS,
+    AllowHostOpt,
+    AllowOriginOpt,
+    BodyTimeoutOpt,
+    HeaderTimeoutOpt,
+    KeepAliveOpt,
+    MaxBodyOpt,
+    MaxConnectionsOpt,
 )
 
 app = typer.Typer(
@@ -31,6 +35,7 @@ app = typer.Typer(
     help="tau2 customer-service domains as MCP servers.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_show_locals=False,  # a crash report must not print the --token
 )
 config_app = typer.Typer(
     cls=PlainFlagsGroup, help="Print configuration snippets for MCP clients.", no_args_is_help=True
@@ -159,62 +164,44 @@ def serve(
             help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV})."
         ),
     ] = None,
-    max_body: Annotated[
-        int, typer.Option(help="Largest accepted request body, in bytes.")
-    ] = DEFAULT_MAX_BODY,
+    max_body: MaxBodyOpt = DEFAULTS["max_body"],
     capacity: Annotated[
         int, typer.Option(help="Episodes kept in memory before the oldest are evicted.")
     ] = 20_000,
     log_level: Annotated[str, typer.Option(help="Log level for the server.")] = "warning",
-    allow_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-host",
-            help="Also answer requests whose Host header names this host (repeatable; '*' for any). "
-            "Loopback names and the bound address are always allowed.",
-        ),
-    ] = None,
-    allow_origin: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow-origin",
-            help="Let browser pages from this origin (e.g. http://localhost:6274) call the server "
-            "(repeatable; '*' for any).",
-        ),
-    ] = None,
-    keep_alive: Annotated[
-        float, typer.Option(help="Seconds an idle keep-alive connection stays open.")
-    ] = DEFAULT_KEEP_ALIVE,
-    header_timeout: Annotated[
-        float, typer.Option(help="Seconds a connection has to send a complete request head.")
-    ] = DEFAULT_HEADER_TIMEOUT,
-    body_timeout: Annotated[
-        float, typer.Option(help="Seconds a request has to send its whole body.")
-    ] = DEFAULT_BODY_TIMEOUT,
-    max_connections: Annotated[
-        int, typer.Option(help="Open connections beyond this get 503 and are closed.")
-    ] = DEFAULT_MAX_CONNECTIONS,
+    allow_host: AllowHostOpt = None,
+    allow_origin: AllowOriginOpt = None,
+    keep_alive: KeepAliveOpt = DEFAULTS["keep_alive"],
+    header_timeout: HeaderTimeoutOpt = DEFAULTS["header_timeout"],
+    body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
+    max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
     from servers.app import ServerSettings, TauServer
-    from servers.guards import allowed_hosts_for
-    from servers.http_server import BindError, ConnectionPolicy, bind_socket
+    from servers.http_options import http_settings
+    from servers.http_server import BindError, bind_socket
     from servers.http_server import run as run_http
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
-    for name, value in (
-        ("--keep-alive", keep_alive),
-        ("--header-timeout", header_timeout),
-        ("--body-timeout", body_timeout),
-        ("--max-connections", max_connections),
-    ):
-        if value <= 0:
-            _fail(f"{name} must be positive, not {value:g}")
-    policy = ConnectionPolicy(keep_alive, header_timeout, max_connections)
+    try:
+        guards, policy = http_settings(
+            host,
+            token_from_env(token),
+            allow_host,
+            allow_origin,
+            max_body,
+            keep_alive,
+            header_timeout,
+            body_timeout,
+            max_connections,
+        )
+    except ValueError as exc:
+        _fail(str(exc))
+        return
     try:
         sock = bind_socket(host, port, policy.backlog)  # a port in use is one sentence, first
     except BindError as exc:
@@ -228,12 +215,12 @@ def serve(
         settings = ServerSettings(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs,
-            token=token_from_env(token),
-            max_body_bytes=max_body,
+            token=guards.token,
+            max_body_bytes=guards.max_body_bytes,
             capacity=capacity,
-            allowed_hosts=allowed_hosts_for(host, allow_host or ()),
-            allowed_origins=tuple(allow_origin or ()),
-            body_timeout=body_timeout,
+            allowed_hosts=guards.allowed_hosts,
+            allowed_origins=guards.allowed_origins,
+            body_timeout=guards.body_timeout,
         )
         asgi = TauServer(loaded, settings).build()
     except EngineError as exc:

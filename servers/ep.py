@@ -29,6 +29,7 @@ from servers.engine.ids import ID_RULE, is_safe_episode_id
 from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from servers.guards import replay_body
 from servers.integrations.ep_grade import SessionGrader
+from servers.limits import name_field, options_field
 from servers.mcp_apps import McpApps
 
 SESSION_HEADER = "mcp-session-id"
@@ -140,12 +141,10 @@ class EvalProtocolBridge:
         return episode
 
     def _session_variant(self, domain: str, config: dict[str, Any]) -> Variant | None:
-        name = config.get(NAME_OPTION)
-        kwargs = config.get(KWARGS_OPTION)
-        if name is not None and not isinstance(name, str):
-            raise EpError(f"session config '{NAME_OPTION}' must be a string")
-        if kwargs is not None and not isinstance(kwargs, dict):
-            raise EpError(f"session config '{KWARGS_OPTION}' must be an object")
+        """The session's retrieval config, from its row config (bounded like the episode
+        route's fields, `servers.limits`)."""
+        name = name_field(config, NAME_OPTION)
+        kwargs = options_field(config, KWARGS_OPTION)
         return self.resolve_variant(self.store.domain(domain), name, kwargs)
 
     def _check_reconnect(self, session: EpSession, task_id: str | None) -> None:

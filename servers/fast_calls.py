@@ -21,10 +21,13 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from conversation.tools import COST_META
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
+from servers.limits import json_utf8
 from servers.mcp_listing import server_name, tools_list_result
+from servers.surfaces import Surface
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -39,11 +42,13 @@ class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
     endpoint built by `servers.mcp_tools.build_mcp_server`."""
 
-    def __init__(self, domain: Domain, side: Side, variant: str | None = None) -> None:
+    def __init__(
+        self, domain: Domain, side: Side, surface: Surface, variant: str | None = None
+    ) -> None:
         """`variant`: the retrieval config whose endpoint this is (its tools are listed and
         called here too), for a domain that has them."""
         tools = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
-        self.domain, self.side, self.variant = domain, side, variant
+        self.domain, self.side, self.surface, self.variant = domain, side, surface, variant
         self.tool_names = set(tools.specs) if tools is not None else set()
         if variant is not None and domain.variants is not None:
             self.tool_names |= set(domain.variants.added_specs(variant))
@@ -53,12 +58,12 @@ class FastToolCalls:
 
     @classmethod
     def for_domain(
-        cls, domain: Domain, side: Side, variant: str | None = None
+        cls, domain: Domain, side: Side, surface: Surface, variant: str | None = None
     ) -> FastToolCalls | None:
         """None when switched off (`TAU_MCP_FULL_PATH`): FastMCP then answers everything."""
         if os.environ.get(DISABLE_ENV):
             return None
-        return cls(domain, side, variant)
+        return cls(domain, side, surface, variant)
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, episode: Episode
@@ -82,13 +87,15 @@ class FastToolCalls:
             return replay
         ident, name, arguments = call
         try:
-            with episode.lock:
-                outcome = episode.call(self.side, name, arguments)
+            outcome = await episode.call_async(self.side, name, arguments)
         except EngineError as exc:
             outcome = ToolOutcome(f"Error: {exc}", True)
         except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
             log.exception("tool %s failed outside the engine", name)
             outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+        meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
+        if outcome.cost:
+            meta[COST_META] = outcome.cost
         result = {
             "jsonrpc": "2.0",
             "id": ident,
@@ -96,7 +103,7 @@ class FastToolCalls:
                 "content": [{"text": outcome.text, "type": "text"}],
                 "isError": outcome.error,
                 "resultType": "complete",
-                "_meta": {SERVER_INFO_META: self.server_info},
+                "_meta": meta,
             },
         }
         await _send_json(send, result)
@@ -105,7 +112,7 @@ class FastToolCalls:
     def listing(self) -> dict[str, Any]:
         if self._listing is None:
             self._listing = tools_list_result(
-                self.domain, self.side, self.server_info, self.variant
+                self.surface, self.domain, self.side, self.server_info, self.variant
             )
         return self._listing
 
@@ -186,7 +193,7 @@ def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | Non
 
 async def _send_json(send: Send, message: dict[str, Any]) -> None:
     """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out."""
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    payload = json_utf8(message)
     headers = [
         (b"content-length", str(len(payload)).encode()),
         (b"content-type", b"application/json"),

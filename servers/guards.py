@@ -6,29 +6,29 @@ DNS-rebound `Host`s) and keep every error in the server's JSON shape:
 - `HostOriginGuard`: `Host` must name the bound address or an `--allow-host` entry (421);
   a browser `Origin` must be the server itself or an `--allow-origin` entry (403); OPTIONS is
   answered by an explicit CORS policy; a POST with a body must be `application/json` (415).
-- `JsonBodyGuard`: reads POST bodies within a deadline (408), and bounds JSON nesting depth and
-  number length before anything parses them (400); on MCP paths it also refuses JSON-RPC
-  messages of the wrong shape (for example an object `id`) with a JSON-RPC error.
+- `JsonBodyGuard`: reads POST bodies within a deadline (408), and checks their JSON text against
+  `servers.limits` (nesting depth, number length, lone surrogates) before anything parses them
+  (400); on MCP paths it also refuses JSON-RPC messages of the wrong shape (for example an
+  object `id`) with a JSON-RPC error.
 - `ErrorsAsJson`: any error answer that is not JSON (a framework's plain-text 400/406, say) is
   rewritten to `{"error": ...}`, or a JSON-RPC error object on MCP paths.
+
+`servers.http_stack` assembles them into the one stack every server uses.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from itertools import accumulate
 from urllib.parse import urlsplit
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from servers.auth import send_json
+from servers.limits import json_text_problem
 
 LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
-MAX_JSON_DEPTH = 64  # the deepest real body (a replayed booking) is about 8 levels
-MAX_NUMBER_CHARS = 100  # Python refuses ints past 4,300 digits; nothing real is past 20
 DEFAULT_BODY_TIMEOUT = 30.0  # seconds to receive a whole request body
 
 JSONRPC_PARSE_ERROR = -32700
@@ -216,31 +216,6 @@ def _is_json(scope: Scope) -> bool:
 
 
 # --- JSON bodies ---------------------------------------------------------------------------
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_LONG_NUMBER = re.compile(rb"[-+0-9.eE]{%d,}" % (MAX_NUMBER_CHARS + 1))
-_BRACKETS = re.compile(rb"[^\[\]{}]+")
-_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-
-
-def json_shape_problem(
-    body: bytes, max_depth: int = MAX_JSON_DEPTH, max_number: int = MAX_NUMBER_CHARS
-) -> str | None:
-    """Why `body` must not reach a JSON parser (too deep, too long a number), or None.
-
-    Runs in linear time with no recursion: strings are blanked first, so brackets and digits
-    inside them do not count."""
-    outside_strings = _STRING.sub(b'""', body)
-    if _LONG_NUMBER.search(outside_strings) is not None:
-        return f"a JSON number is longer than {max_number} characters"
-    brackets = _BRACKETS.sub(b"", outside_strings)
-    if (
-        len(brackets) > max_depth
-        and max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth
-    ):
-        return f"JSON nested deeper than {max_depth} levels"
-    return None
-
-
 def jsonrpc_problem(value: object) -> str | None:
     """Why a parsed MCP POST body is not a JSON-RPC 2.0 message (or batch of them), or None."""
     messages = value if isinstance(value, list) else [value]
@@ -297,7 +272,7 @@ class JsonBodyGuard:
         if disconnected:
             return
         if body.strip():
-            problem = json_shape_problem(body)
+            problem = json_text_problem(body)
             if problem is None and is_mcp_path(scope["path"]):
                 try:
                     problem = jsonrpc_problem(json.loads(body))

@@ -1,4 +1,5 @@
-"""Running the app under uvicorn with the connection policy `tau-server serve` guarantees.
+"""Running an app under uvicorn with the connection policy every server of the project keeps
+(`tau-server serve`, `tau-harness serve`, `run --agent cmd`'s loopback server).
 
 - Keep-alive: an idle connection stays open `keep_alive` seconds (default 65), far longer than
   HTTP clients keep idle pooled connections (httpx: 5 s). With uvicorn's default of 5 s, the two
@@ -15,12 +16,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from dataclasses import dataclass
-
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from typing import Any
 
 DEFAULT_KEEP_ALIVE = 65.0
 DEFAULT_HEADER_TIMEOUT = 10.0
@@ -49,8 +49,11 @@ def _raw_json_response(status: int, reason: str, message: str) -> bytes:
     return head + body
 
 
-def guarded_protocol(policy: ConnectionPolicy) -> type[H11Protocol]:
-    """uvicorn's h11 protocol plus the request-head deadline and the connection cap."""
+def guarded_protocol(policy: ConnectionPolicy) -> type:
+    """uvicorn's h11 protocol plus the request-head deadline and the connection cap (uvicorn is
+    imported here: programs that only read the defaults above stay light)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         def connection_made(self, transport) -> None:  # type: ignore[override]
@@ -133,8 +136,16 @@ def bind_socket(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> socket.
     return sock
 
 
-def run(app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "warning") -> None:
-    """Serve `app` on an already-bound socket until interrupted."""
+def uvicorn_server(
+    app: Any,
+    policy: ConnectionPolicy,
+    log_level: str = "warning",
+    *,
+    handle_signals: bool = True,
+    graceful_timeout: float | None = None,
+):
+    """A uvicorn server for `app` with the connection policy. `handle_signals=False` leaves
+    SIGINT/SIGTERM to the program hosting it (a server inside a run)."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -146,5 +157,19 @@ def run(app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "wa
         lifespan="on",
         access_log=False,
         server_header=False,
+        timeout_graceful_shutdown=graceful_timeout,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    if handle_signals:
+        return uvicorn.Server(config)
+
+    class _Embedded(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            yield
+
+    return _Embedded(config)
+
+
+def run(app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "warning") -> None:
+    """Serve `app` on an already-bound socket until interrupted."""
+    uvicorn_server(app, policy, log_level).run(sockets=[sock])

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from servers.engine.domain import Domain
-from servers.engine.tool_listing import Side, tool_listing
+from servers.engine.tool_listing import Side
 from servers.engine.toolkit import ToolSpec
+from servers.surfaces import Surface
 
 
 def server_name(domain: str, side: Side) -> str:
@@ -37,10 +38,15 @@ def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
 
 
 def tools_list_result(
-    domain: Domain, side: Side, server_info: dict[str, str], variant: str | None = None
+    surface: Surface,
+    domain: Domain,
+    side: Side,
+    server_info: dict[str, str],
+    variant: str | None = None,
 ) -> dict[str, Any]:
-    """The `tools/list` result of a (domain, side, retrieval config) endpoint, as FastMCP's
-    modern transport gives it for the servers `servers.mcp_tools.build_mcp_server` builds."""
+    """The `tools/list` result of a (domain, side, retrieval config) endpoint of `surface`, as
+    FastMCP's modern transport gives it for the servers `servers.mcp_tools.build_mcp_server`
+    builds."""
     tools = [
         {
             "_meta": {"fastmcp": {"tags": []}},
@@ -50,7 +56,7 @@ def tools_list_result(
             "name": spec.name,
             "title": tool_title(spec.name),
         }
-        for spec in tool_listing(domain, side, variant).tools
+        for spec in surface.tools(domain, side, variant).tools
     ]
     return {
         "cacheScope": "private",

@@ -23,13 +23,14 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from conversation.tools import COST_META
 from servers.engine import data as datafiles
 from servers.engine.domain import Domain
 from servers.engine.episode import Episode, Side, ToolOutcome
 from servers.engine.errors import EngineError
-from servers.engine.tool_listing import tool_listing
 from servers.engine.toolkit import ToolSpec
 from servers.mcp_listing import annotation_hints, server_name, tool_title
+from servers.surfaces import Surface
 from servers.version import package_version
 
 log = logging.getLogger("tau.server")
@@ -46,13 +47,29 @@ def ep_wrap_default() -> bool:
     return os.environ.get(EP_WRAP_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def _text_result(text: str, error: bool) -> ToolResult:
-    return ToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+def _text_result(text: str, error: bool, cost: float = 0.0) -> ToolResult:
+    meta = {COST_META: cost} if cost else None
+    return ToolResult(content=[TextContent(type="text", text=text)], is_error=error, meta=meta)
 
 
 def reference_result(outcome: ToolOutcome) -> ToolResult:
-    """The engine's text unchanged; `isError` when the engine reports a failure."""
-    return _text_result(outcome.text, outcome.error)
+    """The engine's text unchanged; `isError` when the engine reports a failure; what the
+    call's model calls cost in `_meta` when they cost something."""
+    return _text_result(outcome.text, outcome.error, outcome.cost)
+
+
+async def call_tool(
+    episode: Episode, side: Side, name: str, arguments: dict[str, Any]
+) -> ToolOutcome:
+    """One tool call on an episode, as a result (never an exception); slow tools run off the
+    event loop (`Episode.call_async`)."""
+    try:
+        return await episode.call_async(side, name, arguments)
+    except EngineError as exc:
+        return ToolOutcome(f"Error: {exc}", True)
+    except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
+        log.exception("tool %s failed outside the engine", name)
+        return ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
 
 
 def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
@@ -60,16 +77,16 @@ def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
     (failures become {"error": message}); without `wrap` only failures are reshaped."""
     if outcome.error:
         message = outcome.text.removeprefix("Error: ")
-        return _text_result(json.dumps({"error": message}), True)
+        return _text_result(json.dumps({"error": message}), True, outcome.cost)
     if not wrap:
-        return _text_result(outcome.text, False)
+        return _text_result(outcome.text, False, outcome.cost)
     try:
         value = json.loads(outcome.text)
     except (json.JSONDecodeError, TypeError):
         value = outcome.text
     if isinstance(value, dict):
-        return _text_result(outcome.text, False)
-    return _text_result(json.dumps({"result": value}), False)
+        return _text_result(outcome.text, False, outcome.cost)
+    return _text_result(json.dumps({"result": value}), False, outcome.cost)
 
 
 def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
@@ -88,14 +105,9 @@ class EpisodeTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
             episode = self.resolve()
-            with episode.lock:
-                outcome = episode.call(self.side, self.name, arguments)
         except EngineError as exc:
-            outcome = ToolOutcome(f"Error: {exc}", True)
-        except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
-            log.exception("tool %s failed outside the engine", self.name)
-            outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
-        return self.shape(outcome)
+            return self.shape(ToolOutcome(f"Error: {exc}", True))
+        return self.shape(await call_tool(episode, self.side, self.name, arguments))
 
 
 class UnknownToolsToEngine(Middleware):
@@ -116,8 +128,8 @@ class UnknownToolsToEngine(Middleware):
             except EngineError as exc:
                 return self.shape(ToolOutcome(f"Error: {exc}", True))
             message = context.message
-            with episode.lock:
-                return self.shape(episode.call(self.side, message.name, message.arguments or {}))
+            outcome = await call_tool(episode, self.side, message.name, message.arguments or {})
+            return self.shape(outcome)
 
 
 def _instructions(domain: Domain, side: Side) -> str:
@@ -136,14 +148,15 @@ def build_mcp_server(
     domain: Domain,
     side: Side,
     resolve: EpisodeResolver,
+    surface: Surface,
     *,
     style: ResultStyle = "reference",
     wrap_ep_results: bool | None = None,
     name: str | None = None,
     variant: str | None = None,
 ) -> FastMCP:
-    """A FastMCP server listing exactly the tools of one side of a domain, described as the
-    reference describes them when the data carries its texts (see `tool_listing`)."""
+    """A FastMCP server listing exactly the tools of one side of a domain as `surface` shows
+    them (the one listing: the reference's texts when the data carries them)."""
     wrap = ep_wrap_default() if wrap_ep_results is None else wrap_ep_results
     if style == "json_object":
 
@@ -160,7 +173,7 @@ def build_mcp_server(
         mask_error_details=False,
         middleware=[UnknownToolsToEngine(side, resolve, shape)],
     )
-    listing = tool_listing(domain, side, variant)
+    listing = surface.tools(domain, side, variant)
     for spec in listing.tools:
         server.add_tool(
             EpisodeTool(

@@ -14,12 +14,33 @@ import anyio
 from fastmcp import FastMCP
 
 from servers.domains.registry import load_domains
+from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore, Side
 from servers.mcp_tools import build_mcp_server
 from servers.stdio_drain import serve_until_answered
 from servers.stdio_guard import guard_stdio_server
+from servers.surfaces import ShownTool, View, as_shown, register_surface, variant_name
 
 STDIO_EPISODE = "stdio"
+
+
+async def _shown_over_stdio(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    """The server `tau-server stdio --retrieval-config <variant>` runs, listed by an MCP client
+    in memory."""
+    from fastmcp import Client
+
+    server = build_stdio_server(
+        domain.name,
+        view,  # type: ignore[arg-type]
+        data_dir=domain.data_dir,
+        retrieval_config=variant,
+    )
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    return [as_shown(t.name, t.description or "", t.input_schema) for t in listed]
+
+
+STDIO = register_surface("tau-server stdio", ("agent", "user"), _shown_over_stdio)
 
 
 def build_stdio_server(
@@ -37,8 +58,7 @@ def build_stdio_server(
     domain.warm()
     variant = domain.resolve_variant(retrieval_config, retrieval_kwargs)
     episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE, variant=variant)
-    listed = variant.name if variant is not None and side == "agent" else None
-    return build_mcp_server(domain, side, lambda: episode, variant=listed)
+    return build_mcp_server(domain, side, lambda: episode, STDIO, variant=variant_name(variant))
 
 
 def run_stdio(

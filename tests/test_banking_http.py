@@ -23,13 +23,26 @@ async def _error(http, body: dict, domain: str = "banking_knowledge") -> str:
     return message
 
 
+async def test_a_shell_config_without_a_sandbox_is_400_in_one_sentence(monkeypatch) -> None:
+    from servers.knowledge.sandbox import sandbox_problem
+
+    monkeypatch.setenv("TAU_MCP_BWRAP", "/nonexistent/bwrap")
+    sandbox_problem.cache_clear()
+    try:
+        async with serving(["banking_knowledge"]) as srv, srv.http() as http:
+            shell = await _error(http, {"retrieval_config": "terminal_use"})
+            assert "a shell sandbox (the shell sandbox needs bubblewrap (bwrap)" in shell
+            assert "apt-get install bubblewrap" in shell and "bm25_grep" in shell
+    finally:
+        monkeypatch.delenv("TAU_MCP_BWRAP")
+        sandbox_problem.cache_clear()
+
+
 async def test_configs_that_cannot_run_and_bad_options_are_400_in_one_sentence() -> None:
     async with serving(["banking_knowledge", "mock"]) as srv, srv.http() as http:
         default = await _error(http, {"task_id": "task_001"})
         assert "'alltools' (the default) cannot run here" in default
         assert "--retrieval-config bm25_grep" in default
-        shell = await _error(http, {"retrieval_config": "terminal_use"})
-        assert "shell sandbox" in shell and "bm25_grep" in shell
         assert "unknown retrieval config 'bm26'" in await _error(http, {"retrieval_config": "bm26"})
         assert "'top_k' must be an integer" in await _error(
             http, {"retrieval_config": "bm25", "retrieval_kwargs": {"top_k": "5"}}

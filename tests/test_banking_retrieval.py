@@ -25,7 +25,9 @@ from servers.engine.tasks import Task
 from servers.engine.variants import VariantError
 from servers.knowledge import registry
 from servers.knowledge.documents import load_knowledge_base
+from servers.knowledge.sandbox import sandbox_problem
 from tests.support.data import CONFORMANCE_DIR, DATA_DIR
+from tests.support.knowledge import shell_case_differs
 
 RETRIEVAL = CONFORMANCE_DIR / "retrieval"
 DOMAIN_DIR = DATA_DIR / "tau2" / "domains" / "banking_knowledge"
@@ -80,6 +82,8 @@ def run_case(case: dict) -> str:
     # a sandbox), as the fixtures were recorded.
     retrieval = variants().resolve(case["config"], case["retrieval_kwargs"], check=False)
     args = case["arguments"]
+    if case["tool"] == "shell":
+        return retrieval.shell(args["command"])
     if case["tool"] == "grep":
         return retrieval.grep(args["pattern"])
     if case["tool"] == "KB_search":
@@ -89,12 +93,15 @@ def run_case(case: dict) -> str:
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
 def test_tool_output_is_the_reference_output(case: dict) -> None:
-    if case["tool"] == "shell":
-        pytest.skip(
-            "shell commands run in the bubblewrap sandbox of issue 21 (network and shell "
-            "retrieval), which this build does not include"
-        )
     want = reference()[case["id"]]["output"]
+    if case["tool"] == "shell":
+        problem = sandbox_problem()
+        if problem is not None:
+            pytest.skip(f"no shell sandbox here: {problem}")
+        folder = variants().resolve("terminal_use", None)._backend("shell").folder
+        command = case["arguments"]["command"]
+        assert not shell_case_differs(case["id"], command, run_case(case), want, folder)
+        return
     assert normalise_timing(run_case(case)) == want
 
 
@@ -229,13 +236,18 @@ def test_golden_retrieval_policy_is_per_task() -> None:
 # --- configs: names, kwargs, refusals -----------------------------------------------------------
 
 
-def test_offline_configs_run_and_the_others_are_refused_in_one_sentence() -> None:
+def test_offline_configs_run_and_the_others_are_refused_in_one_sentence(monkeypatch) -> None:
+    for key in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
     catalog = variants()
     assert catalog.offline() == OFFLINE
     assert catalog.default == "alltools"
     assert len(catalog.names) == 20
+    runnable = OFFLINE + (
+        ["terminal_use", "terminal_use_write"] if sandbox_problem() is None else []
+    )
     for name in catalog.names:
-        if name in OFFLINE:
+        if name in runnable:
             assert catalog.resolve(name, None).name == name
             continue
         with pytest.raises(VariantError) as refused:

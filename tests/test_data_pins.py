@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from harness.cli.data import data_app
 from servers.engine.errors import DataError
 from servers.engine.pins import (
+    archive_sources,
     content_pins,
     content_sha256,
     fetch_reference,
@@ -23,12 +24,51 @@ from tests.support.data import DATA_DIR
 
 def test_pins_cover_the_manifest_files() -> None:
     pins = load_pins()
-    assert len(pins["files"]) == 25 and len(pins["commit"]) == 40
-    assert set(pins["content_checks"]) <= set(pins["files"])
+    files = pins["files"]
+    assert len(pins["commit"]) == 40
+    assert set(pins["content_checks"]) <= set(files)
+    # The data we use: four domains plus banking_knowledge (698 documents, 97 task files, 17
+    # prompt files, db.json, tasks.json), telecom's task sets, the leaderboard's schema and
+    # submissions, and the user simulator's guidelines.
+    banking = [f for f in files if f.startswith("tau2/domains/banking_knowledge/")]
+    assert len([f for f in banking if "/documents/" in f]) == 698
+    assert len([f for f in banking if "/tasks/" in f]) == 97
+    assert len([f for f in banking if "/prompts/" in f]) == 17
+    for rel in (
+        "tau2/domains/banking_knowledge/db.json",
+        "tau2/domains/banking_knowledge/tasks.json",
+        "tau2/domains/telecom/tasks_small.json",
+        "tau2/domains/telecom/tasks_full.json",
+        "tau2/leaderboard/schema.json",
+    ):
+        assert rel in files, rel
+    assert len([f for f in files if f.startswith("tau2/leaderboard/submissions/")]) == 3
+    # the rebuilt copies are checked by content
+    assert "tau2/domains/telecom/tasks_full.json" in pins["content_checks"]
     texts = content_pins(pins)
-    assert len(texts) == 6 and not set(texts) & set(pins["files"])
+    assert len(texts) == 11 and not set(texts) & set(files)
     for pin in texts.values():
         assert len(pin["sha256"]) == 64 and pin["values"] == sorted(set(pin["values"]))
+
+
+def test_archive_sources_follow_the_release_layout() -> None:
+    sources = archive_sources(load_pins())
+    assert sources["tau2/domains/mock/db.json"] == "data/tau2/domains/mock/db.json"
+    assert (
+        sources["tau2/leaderboard/schema.json"] == "web/leaderboard/public/submissions/schema.json"
+    )
+
+
+def test_verify_without_reference_data_says_so(tmp_path: Path, monkeypatch) -> None:
+    """No --data-dir, no TAU2_DATA_DIR and nothing fetched: only the demo set is there, which
+    is not the reference's data; verify says that and how to get it, not that 800 files fail."""
+    monkeypatch.delenv("TAU2_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    result = CliRunner().invoke(data_app, ["verify"])
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert "no reference data is configured" in lines[0]
+    assert "tau-harness data fetch" in lines[0] and "pinned files fail" not in result.output
 
 
 def test_content_sha256_depends_on_the_values_only() -> None:

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from harness.config import RunConfig
 from harness.results import journal_path, load_results
 from harness.serve.host import hosted, make_hub
+from servers.engine.tool_listing import tool_listing
 from tests.support.fake_llm_server import text
 from tests.support.harness import domain_available, load, mcp_backend
 from tests.support.mcp_agent_program import play
@@ -104,13 +105,16 @@ async def test_an_mcp_client_plays_the_gold_plan_and_gets_reward_one(name: str, 
             assert instructions == policy_text
             assert await policy(f"tau2://{name}/policy") == policy_text
             listed = {t.name: t for t in await tools()}
-            specs = domain.spec.agent_tools.specs
-            assert set(listed) == {*specs, "send_message_to_user"}
+            # The one listing (the reference's texts with this data), then our own tool.
+            shown = tool_listing(domain, "agent").tools
+            specs = {spec.name: spec for spec in shown}
+            assert list(listed) == [*specs, "send_message_to_user"]
             for tool_name, spec in specs.items():
                 schema = getattr(listed[tool_name], "input_schema", None) or getattr(
                     listed[tool_name], "inputSchema", None
                 )
                 assert schema == spec.input_schema, tool_name
+                assert listed[tool_name].description == spec.description, tool_name
             log = await play(call, domain.task(TASKS[name]))
             assert "ended the conversation" in log[-1][1]
             after = await call("send_message_to_user", {"message": "Anything else?"})
@@ -205,11 +209,16 @@ async def test_errors_are_json_and_the_token_is_required():
             unknown_sim.status_code == 404 and "unknown simulation" in unknown_sim.json()["error"]
         )
         assert (await http.post("/simulations/nope/end")).status_code == 404
-        mcp = await http.post("/simulations/nope/mcp", json={})
+        mcp = await http.post(
+            "/simulations/nope/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        )
         assert mcp.status_code == 404 and "error" in mcp.json()
         bad = await http.post("/simulations", json={"task_id": "create_task_1", "trial": -1})
         assert bad.status_code == 400
-        assert (await http.post("/simulations", content=b"{")).status_code == 400
+        broken = await http.post(
+            "/simulations", content=b"{", headers={"content-type": "application/json"}
+        )
+        assert broken.status_code == 400
         async with httpx2.AsyncClient(base_url=base) as anonymous:
             denied = await anonymous.post("/simulations", json={"task_id": "create_task_1"})
         assert denied.status_code == 401

@@ -24,10 +24,12 @@ from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
 from servers.engine.errors import DataError
 from servers.engine.pins import (
+    archive_sources,
     content_pins,
     content_sha256,
     fetch_reference,
     load_pins,
+    value_at,
     verify_data_dir,
 )
 from tests.support.data import DATA_DIR
@@ -45,12 +47,12 @@ def _sha(text: str | bytes) -> str:
 
 def _shapes() -> dict[str, Any]:
     """Each generated file's layout, by its path in the data folder."""
-    layout = dump.load_layout()
-    shapes = {f"{FOLDER}/{name}": layout[name] for name in ("prompts.json", "defaults.json")}
-    for domain in dump.DOMAINS:
-        key = "tools with solo" if domain in dump.SOLO_DOMAINS else "tools without solo"
-        shapes[f"{FOLDER}/tools/{domain}.json"] = layout[key]
-    return shapes
+    return {f"{FOLDER}/{rel}": shape for rel, shape in dump.file_shapes(dump.load_layout()).items()}
+
+
+def _pinned_count() -> int:
+    pins = load_pins()
+    return len(pins["files"]) + len(content_pins(pins))
 
 
 FOLDER = "tau2/reference_texts"
@@ -69,9 +71,10 @@ def test_content_pins_equal_what_the_shared_texts_hold() -> None:
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     pins = load_pins()
     texts = content_pins(pins)
-    # Every file we pin is in the shared data with the same hash; files the data gains that we do
-    # not use (yet) are tolerated.
-    assert set(texts) <= {k for k in manifest if k.startswith(FOLDER + "/")}
+    # Every shared text is content-pinned and meets its pin. Release files: every one we pin is
+    # in the shared data with the same hash; files the data gains that we do not use are
+    # tolerated.
+    assert set(texts) == {k for k in manifest if k.startswith(FOLDER + "/")}
     assert pins["files"] == {k: manifest[k] for k in pins["files"] if k in manifest}
     for rel, pin in texts.items():
         document = json.loads((DATA_DIR / rel).read_text())
@@ -96,7 +99,7 @@ def _linked_copy(tmp_path: Path) -> Path:
 def test_verify_checks_the_reference_texts(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     good = verify_data_dir(folder)
-    assert good.ok and good.checked == 31, good.problems
+    assert good.ok and good.checked == _pinned_count(), good.problems
     tools = folder / "tau2/reference_texts/tools/airline.json"
     schemas = json.loads(tools.read_text())
     schemas["agent"][0]["function"]["description"] += " "
@@ -136,7 +139,7 @@ def test_notes_and_layout_are_not_pinned(tmp_path: Path) -> None:
 def test_data_verify_command_reports_a_tampered_text(tmp_path: Path) -> None:
     folder = _linked_copy(tmp_path)
     ok = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
-    assert ok.exit_code == 0 and "all 31 pinned files match" in ok.output
+    assert ok.exit_code == 0 and f"all {_pinned_count()} pinned files match" in ok.output
     (folder / "tau2/reference_texts/prompts.json").write_text("{}\n")
     bad = CliRunner().invoke(data_app, ["verify", "--data-dir", str(folder)])
     assert bad.exit_code == 1 and "prompts.json: has no value at agent/" in bad.output
@@ -181,8 +184,8 @@ def _release_archive(tmp_path: Path) -> Path:
         info = tarfile.TarInfo("tau2-bench-x/pyproject.toml")
         info.size = len(project)
         archive.addfile(info, io.BytesIO(project))
-        for rel in load_pins()["files"]:
-            archive.add(DATA_DIR / rel, arcname=f"tau2-bench-x/data/{rel}")
+        for rel, source in archive_sources(load_pins()).items():
+            archive.add(DATA_DIR / rel, arcname=f"tau2-bench-x/{source}")
     return path
 
 
@@ -254,12 +257,6 @@ def test_fill_and_templates() -> None:
     assert dump.trial_seeds(7, 3) == dump.trial_seeds(7, 3) != dump.trial_seeds(8, 3)
 
 
-def _lookup(document: Any, name: str) -> Any:
-    for key in name.split("."):
-        document = document[key]
-    return document
-
-
 @pytest.mark.needs_data("manifest", "reference_texts")
 def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None:
     """The layout filled with the values the dump computes (here read back from the shared
@@ -268,7 +265,7 @@ def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
     for rel, shape in _shapes().items():
         shared = json.loads((DATA_DIR / rel).read_text())
-        values = {name: _lookup(shared, name) for name in dump.markers(shape)}
+        values = {name: value_at(shared, path) for path, name in dump.marker_paths(shape).items()}
         text = dump.serialize(dump.fill(shape, values))
         (folder / rel).write_text(text)
         assert _sha(text) != manifest[rel]
@@ -316,7 +313,8 @@ def test_layout_copies_no_note_of_the_shared_texts() -> None:
     ours = set(_strings(dump.load_layout()))
     theirs = set()
     for rel in _shapes():
-        theirs.update(s for s in _strings(json.loads((DATA_DIR / rel).read_text())) if len(s) > 24)
+        shared = _strings(json.loads((DATA_DIR / rel).read_text()))
+        theirs.update(s for s in shared if len(s) > 24 and " " in s)  # words, not identifiers
     assert not [s for s in theirs if any(s in mine for mine in ours)]
 
 
@@ -357,3 +355,43 @@ def test_dump_with_the_reference_meets_the_content_pins(tmp_path: Path) -> None:
         assert _sha(generated.read_bytes()) != manifest[rel]
     result = verify_data_dir(folder)
     assert result.ok, result.problems
+
+
+# What tau-mcp reads from the new texts (grading/review.py, the banking engine's discoverable
+# tools and tool listing): each must be a value our dump writes and the pins check.
+READ_BY_OUR_CODE = {
+    "review.json": [
+        "defaults/review_model",
+        "full_review/system_prompt",
+        "full_review/user_prompt_template",
+        "user_review/system_prompt_template",
+        "user_review/user_prompt_template",
+        "auth_classifier/system_prompt",
+        "auth_classifier/user_prompt_template",
+        "inputs/example_action_trajectory/action_key_order",
+        "parsing/extract_json/fence_regex",
+        "parsing/auth/regex",
+        "trajectory_format/message_joiner",
+        "trajectory_format/templates/turn_prefix",
+        "trajectory_format/templates/tool",
+        "trajectory_format/templates/tool_error",
+        "trajectory_format/templates/assistant",
+        "trajectory_format/templates/user",
+        "trajectory_format/templates/system",
+        "trajectory_format/templates/assistant_tool_calls_only",
+        "vocabulary/agent_severities",
+        "vocabulary/user_severities",
+        "vocabulary/auth_statuses",
+    ],
+    "banking_knowledge.json": ["discoverable_tools/agent", "discoverable_tools/user"],
+    "tools/banking_knowledge.json": ["schemas", "agent", "user"],
+    "tools/telecom-workflow.json": ["agent", "user", "solo/done_tool"],
+}
+
+
+def test_the_values_our_code_reads_are_pinned() -> None:
+    pins = content_pins(load_pins())
+    for rel, paths in READ_BY_OUR_CODE.items():
+        pinned = pins[f"{FOLDER}/{rel}"]["values"]
+        for path in paths:
+            assert any(path == p or path.startswith(p + "/") for p in pinned), (rel, path)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from servers.guards import json_shape_problem
+from servers.limits import json_text_problem as json_shape_problem
 from tests.support.data import DATA_DIR, DEMO_DIR
 from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 

@@ -1,36 +1,92 @@
-"""What MCP clients are shown of the tools: the reference's texts when the data has them.
+"""One tool listing for every surface: each registered surface (`servers.surfaces`), for every
+domain, view and retrieval config it can run here, shows exactly the reference's tools
+(`tau2/reference_texts/tools/<domain>.json`: names, descriptions, input schemas, order; per
+retrieval config for banking_knowledge) when the data has them, else our own.
 
-Each listing goes through a real MCP client (fastmcp's) and is turned into the request `tools`
-exactly as the harness does it (`ToolInfo.openai_schema`), then compared with the data's
-`tau2/reference_texts/tools/<domain>.json`: descriptions, input schemas and order, both sides.
+The surfaces are not listed here: every module of the project is imported, each surface
+registers itself where it is built, and the test enumerates the registry. A surface that does
+not register cannot obtain a listing (only `servers/surfaces.py` reads the engine's listing
+function, checked below).
 """
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import importlib
 import json
 import logging
+import pkgutil
 import shutil
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
 
+from conversation.reference_prompts import user_tool_filter
 from conversation.tools import ToolInfo
 from harness.agents.base import AgentContext
 from harness.agents.llm_agent import SoloAgent
 from harness.agents.stop_tool import solo_stop_tool
+from harness.surface_probes import probe_task
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
 from servers.engine.data import DEMO_DIR
 from servers.engine.errors import DataError
 from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
+from servers.engine.variants import VariantError
 from servers.guards import LOOPBACK_HOSTS
-from servers.stdio import build_stdio_server
+from servers.surfaces import (
+    Surface,
+    UnregisteredSurface,
+    as_shown,
+    from_openai,
+    listing_as_shown,
+    surfaces,
+)
 from tests.support.server import DATA_DIR, InProcess, serving
 
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
+LISTING_FUNCTIONS = ("tool_listing", "listing_for")
+ENGINE_SESSION_NAME = "engine backend tool session (tests)"
+
+
+def _import_everything() -> dict[str, str]:
+    """Import every module of the project (so every surface registers); returns the modules
+    that need an optional extra not installed here, with the reason."""
+    missing: dict[str, str] = {}
+    for package in PACKAGES:
+        for info in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
+            if info.name.rsplit(".", 1)[-1] == "__main__":
+                continue
+            try:
+                importlib.import_module(info.name)
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] in PACKAGES:
+                    raise
+                missing[info.name] = f"needs {exc.name}, not installed"
+    return missing
+
+
+MISSING_EXTRAS = _import_everything()
+SURFACES = {surface.name: surface for surface in surfaces()}
+REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
+# The retrieval configs every surface runs here (no network, no shell sandbox). The others
+# (embeddings, rerankers, terminal_use*, alltools*) are refused by every surface's real path,
+# which creates an episode (or resolves the config) first: their listing is checked through
+# the registry's one listing below, which every surface reads and which needs no backend.
+OFFLINE_CONFIGS = ("no_knowledge", "full_kb", "golden_retrieval", "grep_only", "bm25", "bm25_grep")
+
+
+def _variants(domain: str) -> list[str | None]:
+    """The variants a surface is probed with: a domain's offline retrieval configs, else none."""
+    return list(OFFLINE_CONFIGS) if domain_spec(domain).variants is not None else [None]
+
+
+CASES = [(domain, variant) for domain in REFERENCE_DOMAINS for variant in _variants(domain)]
 
 
 def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
@@ -46,56 +102,150 @@ def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
     return [named[e] if isinstance(e, str) else e for e in entries]
 
 
-async def _request_tools(client: Client) -> list[dict]:
-    """The `tools` a harness model gets from this client's tools/list."""
-    listed = await client.list_tools()
-    return [
-        ToolInfo(t.name, t.description or "", dict(t.input_schema or {})).openai_schema()
-        for t in listed
-    ]
+def _reference_view(domain: str, view: str, config: str | None = None) -> list[dict] | None:
+    if view == "solo":
+        solo = json.loads((TOOLS_DIR / f"{domain}.json").read_text()).get("solo")
+        return from_openai(solo["tools_in_order"]) if solo else None
+    return from_openai(_reference(domain, view, config))
+
+
+def _narrowed(tools: list[dict], domain) -> list[dict]:
+    """The user tools the probe task allows, as the reference narrows the user's tools: the
+    task's `user_tools` when it lists them (none if it names a tool the domain lacks)."""
+    allowed = user_tool_filter(probe_task(domain))
+    if allowed is None:
+        return tools
+    if set(allowed) - {t["name"] for t in tools}:
+        return []
+    return [t for t in tools if t["name"] in allowed]
+
+
+def _check(surface: Surface, shown: list[dict] | None, expected: list[dict] | None, where: str):
+    if expected is None:
+        assert shown is None, f"{surface.name} offers {where}, which the reference does not"
+        return
+    assert shown is not None, f"{surface.name} does not offer {where}"
+    if surface.rendering is not None:
+        expected = [surface.rendering(tool) for tool in expected]
+    listed, extra = shown[: len(expected)], shown[len(expected) :]
+    assert [t["name"] for t in listed] == [t["name"] for t in expected], (
+        f"{surface.name}, {where}: names or order differ"
+    )
+    for got, want in zip(listed, expected, strict=True):
+        assert got == want, f"{surface.name}, {where}: '{got['name']}' differs"
+    assert not extra or [t["name"] for t in extra] == list(surface.extra_tools), (
+        f"{surface.name}, {where}: undeclared extra tools {[t['name'] for t in extra]}"
+    )
+
+
+def _probe(surface: Surface, domain, view: str, variant: str | None = None):
+    return asyncio.run(surface.shown(domain, view, variant))  # type: ignore[arg-type]
+
+
+def test_modules_whose_extra_is_missing_are_named() -> None:
+    """A module that needs an extra not installed here cannot register its surfaces: say which
+    (CI installs the extras; the verifiers environment's surface lives in a module of its own
+    so it is checked everywhere)."""
+    if MISSING_EXTRAS:
+        pytest.skip("not imported: " + "; ".join(f"{m} ({r})" for m, r in MISSING_EXTRAS.items()))
+
+
+def test_only_the_registry_reads_the_engine_listing() -> None:
+    """No production module reaches the engine's listing functions (`tool_listing`,
+    `listing_for`) but `servers/surfaces.py`: a surface gets its tools only through a
+    registered `Surface`."""
+    readers = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                if node.module not in ("servers.engine.tool_listing", "servers.engine"):
+                    continue
+                if any(alias.name in LISTING_FUNCTIONS for alias in node.names):
+                    readers.append(str(path.relative_to(ROOT)))
+    assert readers == ["servers/surfaces.py"]
+
+
+def test_an_unregistered_surface_gets_no_listing() -> None:
+    domain = load_domains(["mock"], DEMO_DIR)["mock"]
+    stray = Surface("stray", ("agent",), SURFACES[next(iter(SURFACES))].shown)
+    with pytest.raises(UnregisteredSurface, match="stray"):
+        stray.tools(domain, "agent")
 
 
 @pytest.mark.needs_data("reference_texts")
-async def test_every_http_endpoint_lists_the_reference_tools() -> None:
-    domains = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
-    # banking_knowledge's tools depend on the retrieval config: the server's default here.
-    async with serving(domains, retrieval_config="bm25_grep") as srv, srv.http() as http:
-        for domain in domains:
-            created = (await http.post(f"/{domain}/episodes", json={})).json()
-            paths = {
-                "agent": [created["agent_mcp"], f"/{domain}/agent/mcp", f"/{domain}/mcp"],
-                "user": [created["user_mcp"], f"/{domain}/user/mcp"],
-            }
-            for side, endpoints in paths.items():
-                expected = _reference(domain, side, "bm25_grep")
-                for path in endpoints:
-                    async with srv.mcp(path) as client:
-                        got = await _request_tools(client)
-                    assert got == expected, f"{path} lists other tools than the reference"
+@pytest.mark.parametrize(("domain_name", "variant"), CASES)
+@pytest.mark.parametrize("surface_name", sorted(SURFACES))
+def test_every_surface_shows_the_reference_tools(
+    surface_name: str, domain_name: str, variant: str | None
+) -> None:
+    """Each surface, run with each retrieval config it can run here, shows that config's tools
+    as the reference lists them (banking_knowledge: `agent: {config: [names]}`)."""
+    surface = SURFACES[surface_name]
+    domain = load_domains([domain_name], DATA_DIR)[domain_name]
+    where = f"{domain_name}{'/' + variant if variant else ''}"
+    for view in surface.views:
+        expected = _reference_view(domain_name, view, variant)
+        if view == "user" and surface.narrows_user_tools and expected is not None:
+            expected = _narrowed(expected, domain)
+        shown = _probe(surface, domain, view, variant)
+        _check(surface, shown, expected, f"{where}/{view}")
 
 
 @pytest.mark.needs_data("banking_knowledge", "reference_texts")
-async def test_a_banking_episode_lists_its_retrieval_configs_tools() -> None:
-    if not (TOOLS_DIR / "banking_knowledge.json").is_file():
-        pytest.skip("banking_knowledge's reference tool texts are not in the data")
-    async with serving(["banking_knowledge"]) as srv, srv.http() as http:
-        for config in ("no_knowledge", "grep_only", "bm25", "bm25_grep", "golden_retrieval"):
-            created = await http.post(
-                "/banking_knowledge/episodes",
-                json={"task_id": "task_001", "retrieval_config": config},
-            )
-            assert created.status_code == 201, created.text
-            async with srv.mcp(created.json()["agent_mcp"]) as client:
-                got = await _request_tools(client)
-            assert got == _reference("banking_knowledge", "agent", config), config
+def test_the_registry_lists_every_retrieval_config_as_the_reference() -> None:
+    """Every retrieval config the reference lists, those that cannot run here included: the
+    registry's listing (what each surface shows) needs no backend, only the config's tools."""
+    domain = load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
+    raw = json.loads((TOOLS_DIR / "banking_knowledge.json").read_text())
+    assert set(OFFLINE_CONFIGS) < set(raw["agent"])
+    surface = SURFACES["tau-server /{domain}/{side}/mcp"]
+    for config in raw["agent"]:
+        listed = listing_as_shown(surface.tools(domain, "agent", config))
+        assert listed == _reference_view("banking_knowledge", "agent", config), config
+        user = listing_as_shown(surface.tools(domain, "user", config))
+        assert user == _reference_view("banking_knowledge", "user"), config
 
 
-@pytest.mark.needs_data("reference_texts")
-@pytest.mark.parametrize("side", SIDES)
-async def test_stdio_lists_the_reference_tools(side: str) -> None:
-    server = build_stdio_server("telecom", side, data_dir=DATA_DIR)
-    async with Client(server) as client:
-        assert await _request_tools(client) == _reference("telecom", side)
+@pytest.mark.needs_data("banking_knowledge", "reference_texts")
+def test_a_config_that_cannot_run_here_is_refused_not_listed_wrong() -> None:
+    """A surface run with a config that needs a network or a shell refuses it in one sentence
+    naming an offline config, rather than listing some other config's tools."""
+    domain = load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
+    refused = []
+    for config in json.loads((TOOLS_DIR / "banking_knowledge.json").read_text())["agent"]:
+        try:
+            domain.resolve_variant(config)
+        except VariantError:
+            refused.append(config)
+    if not refused:
+        pytest.skip("every retrieval config can run on this machine")
+    names = ("tau-server stdio", "verifiers environment (tool_defs)", ENGINE_SESSION_NAME)
+    for name in names:
+        with pytest.raises(VariantError, match="use an offline config"):
+            _probe(SURFACES[name], domain, "agent", refused[0])
+
+
+@pytest.mark.parametrize("surface_name", sorted(SURFACES))
+def test_every_surface_shows_our_own_tools_without_reference_texts(surface_name: str) -> None:
+    """On the demo data (no reference texts) every surface shows our toolkits' own texts."""
+    surface = SURFACES[surface_name]
+    domain = load_domains(["mock"], DEMO_DIR)["mock"]
+    spec = domain_spec("mock")
+    own = {
+        side: [as_shown(s.name, s.description, s.input_schema) for s in kit.specs.values()]
+        for side, kit in (("agent", spec.agent_tools), ("user", spec.user_tools))
+    }
+    for view in surface.views:
+        shown = _probe(surface, domain, view)
+        if view == "solo":
+            assert shown is not None
+            assert shown[:-1] == own["agent"] + own["user"], surface.name
+            assert shown[-1]["name"] == "done", surface.name
+            continue
+        _check(surface, shown, own[view], f"mock/{view} on demo data")
 
 
 @pytest.mark.needs_data("reference_texts")

@@ -1,14 +1,14 @@
 """The solo agent's finishing tool as the reference declares it, when the data carries its texts.
 
 It is offered to the model next to the MCP tools, so its description must match the reference's
-as theirs do (see `servers.engine.tool_listing`).
+as theirs do (see `servers.surfaces`).
 """
 
 from __future__ import annotations
 
 from harness.backends import ToolInfo
 from servers.engine.domain import Domain
-from servers.engine.tool_listing import reference_stop_tool
+from servers.surfaces import solo_stop_tool as reference_stop_tool
 
 
 def solo_stop_tool(domain: Domain) -> ToolInfo | None:

@@ -10,7 +10,22 @@ from typing import Any
 from harness.backends import EpisodeOptions, EpisodeRef, Side, ToolInfo, ToolResult
 from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
-from servers.engine.tool_listing import tool_listing
+from servers.surfaces import ShownTool, View, as_shown, register_surface
+
+
+async def _shown_by_engine_session(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    backend = EngineBackend({domain.name: domain})
+    ref = await backend.create_episode(domain.name, None, EpisodeOptions(retrieval_config=variant))
+    session = await backend.open_session(ref, view)  # type: ignore[arg-type]
+    return [as_shown(t.name, t.description, t.input_schema) for t in await session.list_tools()]
+
+
+#: The engine-backed tool sessions the orchestration and grading unit tests run on.
+ENGINE_SESSION = register_surface(
+    "engine backend tool session (tests)", ("agent", "user"), _shown_by_engine_session
+)
 
 
 class _EngineSession:
@@ -19,12 +34,12 @@ class _EngineSession:
 
     async def list_tools(self) -> list[ToolInfo]:
         episode = self._store.get(self._ref.domain, self._ref.episode_id)
-        listing = tool_listing(episode.domain, self._side)
+        listing = ENGINE_SESSION.episode_tools(episode, self._side)
         return [ToolInfo(s.name, s.description, s.input_schema) for s in listing.tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         out = self._store.call(self._ref.domain, self._ref.episode_id, self._side, name, arguments)
-        return ToolResult(out.text, out.error)
+        return ToolResult(out.text, out.error, out.cost)
 
     async def close(self) -> None:
         return None

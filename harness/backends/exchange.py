@@ -6,19 +6,32 @@ ASGI app directly: the same routes, middleware, status codes and bodies as over 
 an HTTP client, a transport task or a socket per request. Remotely, `HttpExchange` sends it with
 httpx over pooled connections that re-send a request only when that is safe
 (see `harness.backends.retry`).
+
+A remote server that dies is given up on within a bound. When a request cannot even connect
+(after the transport's own quick retries), every request waits on one shared probe of the
+server's `/health`; if nothing accepts a connection for DEAD_SERVER_S, they all fail with
+`ServerGone`, which stops the run instead of letting each simulation spend its retries on a
+server that is not there. If the server comes back in time, each waiting request is sent again
+(it never reached the server, so that is safe). A server that never answered at all (a wrong
+URL) fails at once: that is the start-up check's one sentence, not an outage.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.backends.base import InfrastructureError
+from harness.errors import ServerGone
 
 IN_PROCESS_HOST = "tau.local"
 IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
 REQUEST_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 10.0  # a connection a live server does not accept in 10 s is not coming
+DEAD_SERVER_S = 10.0  # refusing connections this long (after the first refusal) = gone
+PROBE_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +155,13 @@ class HttpExchange:
         self.client = httpx2.AsyncClient(
             base_url=self.base_url,
             headers=headers,
-            timeout=httpx2.Timeout(REQUEST_TIMEOUT_S),
+            timeout=httpx2.Timeout(REQUEST_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
             transport=SafeRetryTransport(read_only_tools),
         )
+        self._answered = False  # has the server ever answered? (else a refusal is a wrong URL)
+        self._outage: asyncio.Future[None] | None = None
+        self._gone: ServerGone | None = None  # given up on, until a connection succeeds again
+        self._unreachable = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
     async def send(
         self,
@@ -159,15 +176,67 @@ class HttpExchange:
 
         request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
         extensions = {IDEMPOTENT: True} if resend_safe else None
-        try:
-            response = await self.client.request(
-                method, path, content=body, headers=request_headers, extensions=extensions
-            )
-        except self._httpx.HTTPError as exc:
-            raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
+        waited = False
+        while True:
+            try:
+                response = await self.client.request(
+                    method, path, content=body, headers=request_headers, extensions=extensions
+                )
+                break
+            except self._unreachable as exc:
+                if not self._answered or waited:
+                    raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
+                if self._gone is not None:  # clean-up calls after the verdict: no new wait
+                    raise ServerGone(str(self._gone)) from exc
+                await self._server_back(exc)  # raises ServerGone when it is not
+                waited = True
+            except self._httpx.HTTPError as exc:
+                raise InfrastructureError(f"{method} {path} failed: {exc}") from exc
+        self._answered, self._gone = True, None
         return Reply(
             response.status_code, response.headers.get("content-type", ""), response.content
         )
 
+    async def _server_back(self, exc: Exception) -> None:
+        """Wait, with every other request that could not connect, on one probe of the server."""
+        if self._outage is None or self._outage.done():
+            self._outage = asyncio.ensure_future(self._probe(exc))
+            # waiters may all be cancelled first (the run stopping): the outcome is then read
+            self._outage.add_done_callback(lambda f: f.cancelled() or f.exception())
+        await asyncio.shield(self._outage)
+
+    async def _probe(self, first: Exception) -> None:
+        reason = _reason(first)
+        deadline = time.monotonic() + DEAD_SERVER_S
+        async with self._httpx.AsyncClient(
+            timeout=self._httpx.Timeout(PROBE_INTERVAL_S * 4, connect=PROBE_INTERVAL_S * 4)
+        ) as probe:
+            while time.monotonic() < deadline:
+                await asyncio.sleep(PROBE_INTERVAL_S)
+                try:
+                    await probe.get(f"{self.base_url}/health")
+                    return  # any answer (even 401 or 500): something is listening again
+                except self._unreachable as exc:
+                    reason = _reason(exc)
+                except self._httpx.HTTPError:
+                    return  # it accepted the connection: up, if not yet well
+        self._gone = ServerGone(
+            f"tau-server at {self.base_url} stopped accepting connections ({reason}) and "
+            f"still refused them {DEAD_SERVER_S:.0f} s later"
+        )
+        raise self._gone
+
     async def aclose(self) -> None:
+        if self._outage is not None and not self._outage.done():
+            self._outage.cancel()
         await self.client.aclose()
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words: 'connection refused' when it was."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return str(exc).strip() or type(exc).__name__

@@ -14,6 +14,7 @@ import uuid
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+from conversation.tools import result_cost
 from harness.backends import (
     EpisodeOptions,
     EpisodeRef,
@@ -105,7 +106,7 @@ class McpToolSession:
         except Exception as exc:  # noqa: BLE001
             raise InfrastructureError(f"MCP call {name} failed: {exc}") from exc
         text = "".join(getattr(block, "text", "") for block in result.content or [])
-        return ToolResult(text, bool(result.is_error))
+        return ToolResult(text, bool(result.is_error), result_cost(getattr(result, "meta", None)))
 
     async def close(self) -> None:
         try:

@@ -17,6 +17,7 @@ import itertools
 import json
 from typing import Any
 
+from conversation.tools import result_cost
 from harness.backends.base import InfrastructureError, ToolInfo, ToolResult
 from harness.backends.exchange import Exchange, Reply
 
@@ -103,7 +104,7 @@ class WireMcpSession:
         result = await self.request("tools/call", {"name": name, "arguments": arguments}, name)
         blocks = result.get("content") or []
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
-        return ToolResult(text, bool(result.get("isError")))
+        return ToolResult(text, bool(result.get("isError")), result_cost(result.get("_meta")))
 
     async def close(self) -> None:
         """Nothing to release: the protocol keeps no session on either side."""

@@ -35,6 +35,7 @@ app = typer.Typer(
     cls=PlainFlagsGroup,
     help="Run and grade tau2 simulations against tau-mcp servers.",
     no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a crash report must not print model args (keys)
 )
 
 

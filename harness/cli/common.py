@@ -11,6 +11,7 @@ from rich.console import Console
 
 from conversation.llm import DEFAULT_LLM
 from grading import Judge
+from harness import redaction
 from harness.wiring import build_judge, load_domain, open_backend
 from servers.domains.registry import DOMAIN_NAMES
 
@@ -52,7 +53,7 @@ RETRIEVAL_KWARGS_HELP = (
 
 def fail(message: str) -> NoReturn:
     """End the command with `error: MESSAGE` on stderr and exit code 1."""
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {redaction.redact_text(message)}", err=True)
     raise typer.Exit(1)
 
 
@@ -66,6 +67,7 @@ def json_arg(name: str, raw: str | None) -> dict[str, Any]:
         fail(f"{name} is not valid JSON ({exc.msg} at position {exc.pos})")
     if not isinstance(value, dict):
         fail(f"{name} must be a JSON object")
+    redaction.remember_args(value)  # model arguments: their keys never reach a file or screen
     return value
 
 

@@ -8,7 +8,7 @@ import typer
 
 from harness.reference_texts.build import find_python, generate_reference_texts
 from servers.cli_help import PlainFlagsGroup
-from servers.engine.data import resolve_data_dir
+from servers.engine.data import is_demo, resolve_data_dir
 from servers.engine.errors import DataError
 from servers.engine.pins import default_cache_dir, fetch_reference, load_pins, verify_data_dir
 
@@ -66,6 +66,12 @@ def verify(
     """Check a data folder against the pinned reference release."""
     try:
         folder = resolve_data_dir(data_dir)
+        if is_demo(folder):
+            raise DataError(
+                "no reference data is configured (only tau-mcp's own demo set, which is not the "
+                "reference's); get it with `tau-harness data fetch`, or point --data-dir or "
+                "TAU2_DATA_DIR at a copy"
+            )
         result = verify_data_dir(folder)
     except DataError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -36,7 +36,10 @@ def ep_rows_command(
         "gpt-4.1", "--user-llm", help="litellm model EP's simulated user runs on."
     ),
     user_llm_args: str = typer.Option(
-        None, "--user-llm-args", help="JSON arguments for the user's model."
+        None,
+        "--user-llm-args",
+        help="JSON arguments for the user's model (keys and headers are left out of the rows: "
+        "set the provider's key variable where Eval Protocol runs).",
     ),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write ('-': stdout)."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Data folder (default $TAU2_DATA_DIR)."),
@@ -52,6 +55,7 @@ def ep_rows_command(
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from harness.integrations.ep_rows import ep_rows, to_jsonl
+    from harness.redaction import without_secrets
     from harness.results import atomic_write
 
     args = json_arg("--user-llm-args", user_llm_args) or None
@@ -59,7 +63,9 @@ def ep_rows_command(
     try:
         kwargs = retrieval_kwargs_option(retrieval_config_kwargs)
         loaded = load_domain(domain, data_dir, ready="lazy")
-        rows = ep_rows(loaded, split, ids, user_llm, args, retrieval_config, kwargs)
+        rows = ep_rows(
+            loaded, split, ids, user_llm, without_secrets(args), retrieval_config, kwargs
+        )
     except EngineError as exc:
         fail(str(exc))
         return

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness import redaction
 from harness.cli.common import console, fail
 from harness.errors import ConfigError
-from harness.results import ResultsError, atomic_write, load_results
+from harness.results import ResultsError, atomic_write, load_results, results_text
 from servers.engine.errors import DataError
 
 REVIEW_LLM_HELP = (
@@ -104,7 +104,7 @@ def review(
         typer.echo(f"interrupted; nothing was written to {target}", err=True)
         raise typer.Exit(130) from None
     try:
-        atomic_write(target, json.dumps(outcome.document, indent=1, default=str))
+        atomic_write(target, results_text(outcome.document))  # keys redacted, as every writer
     except OSError as exc:
         fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
     _print_outcome(outcome, reviewer.mode, reviewer.model, target)
@@ -139,7 +139,7 @@ def _print_outcome(outcome, mode: str, model: str, target: Path) -> None:
     if outcome.failed:
         console.print(
             f"[yellow]{len(outcome.failed)} review(s) failed and were saved empty, as the "
-            f"reference saves them; first: {outcome.failed[0]}[/]"
+            f"reference saves them; first: {redaction.redact_text(outcome.failed[0])}[/]"
         )
     console.print(f"Saved reviewed results to: {target}")
     console.print(f"Review cost: ${outcome.cost:.4f}")

@@ -44,7 +44,7 @@ from harness.cli.tau2_options import (
 )
 from harness.config import DEFAULT_SEED, RunConfig
 from harness.distributed.limits import parse_provider_limits
-from harness.errors import ConfigError
+from harness.errors import ConfigError, ServerGone
 from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, first_request_check, models_called
@@ -57,6 +57,7 @@ from harness.run_outcome import (
     infra_failure_message,
     interrupted_message,
     progress_rate,
+    stopped_message,
 )
 from harness.runner import Runner, SimulationExecutor
 from harness.simulate import SimulationRunner
@@ -305,6 +306,8 @@ def run(
                     ray_workers,
                 )
             )
+    except ServerGone as exc:
+        fail(stopped_message(str(exc), config.save_to))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
 import typer
 
+from harness import redaction
 from harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
@@ -24,6 +26,16 @@ from harness.config import DEFAULT_SEED
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, models_called
 from harness.results_lock import results_lock
+from servers.http_options import (
+    DEFAULTS,
+    AllowHostOpt,
+    AllowOriginOpt,
+    BodyTimeoutOpt,
+    HeaderTimeoutOpt,
+    KeepAliveOpt,
+    MaxBodyOpt,
+    MaxConnectionsOpt,
+)
 
 TOKEN_ENV = "TAU_HARNESS_TOKEN"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -69,20 +81,27 @@ def serve(
         None, "--judge-llm-args", help="JSON arguments for the judge's model."
     ),
     log_level: str = typer.Option("warning", "--log-level"),
+    allow_host: AllowHostOpt = None,
+    allow_origin: AllowOriginOpt = None,
+    max_body: MaxBodyOpt = DEFAULTS["max_body"],
+    keep_alive: KeepAliveOpt = DEFAULTS["keep_alive"],
+    header_timeout: HeaderTimeoutOpt = DEFAULTS["header_timeout"],
+    body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
+    max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
-    import uvicorn
-
     from conversation.llm import DEFAULT_LLM
     from harness.backends import InfrastructureError
     from harness.config import RunConfig
     from harness.errors import ConfigError
     from harness.results import ResultsError
     from servers.engine.errors import EngineError
+    from servers.http_options import http_settings
+    from servers.http_server import BindError, bind_socket, uvicorn_server
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -103,15 +122,30 @@ def serve(
         retrieval_config=retrieval_config,
         retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
     )
+    redaction.remember(token, server_token)
+    try:
+        guards, policy = http_settings(
+            host,
+            token,
+            allow_host,
+            allow_origin,
+            max_body,
+            keep_alive,
+            header_timeout,
+            body_timeout,
+            max_connections,
+        )
+    except ValueError as exc:
+        fail(str(exc))
     if host not in LOOPBACK and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import bind_socket, make_hub
+        from harness.serve.host import graceful_stop, make_hub
 
         loaded = load_domain(domain, data_dir)
-        sock = bind_socket(host, port)
+        sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await open_backend(loaded, server, server_token)
         except BaseException:
@@ -125,26 +159,32 @@ def serve(
             check_models(
                 models_called(runner.config, list(loaded.tasks.values()), runner.grader.judge)
             )
-            app = create_serve_app(hub, token)
-            settings = uvicorn.Config(
-                app,
-                lifespan="on",
-                log_level=log_level.lower(),
-                access_log=False,
-                timeout_graceful_shutdown=2,
+            http = uvicorn_server(
+                create_serve_app(hub, guards),
+                policy,
+                log_level,
+                handle_signals=False,
+                graceful_timeout=2,
             )
+            # uvicorn has set up its loggers now: no log line may print a key
+            redaction.redact_logging("uvicorn", "uvicorn.error", "uvicorn.access")
             typer.echo(
                 f"tau-harness serve: {domain} simulations on http://{host}:{port} "
                 f"(POST /simulations)",
                 err=True,
             )
-            try:
-                await uvicorn.Server(settings).serve(sockets=[sock])
-            finally:
-                sock.close()
-                await hub.close()
-                if save_to is not None:
-                    typer.echo(f"results saved to {save_to}", err=True)
+            with graceful_stop(http) as received:
+                try:
+                    await http.serve(sockets=[sock])
+                finally:
+                    sock.close()
+                    # open simulations are recorded (infrastructure errors), the file written
+                    await hub.close()
+                    if received:
+                        stopped = ", ".join(signal.Signals(n).name for n in received[:1])
+                        typer.echo(f"tau-harness serve: stopped by {stopped}", err=True)
+                    if save_to is not None:
+                        typer.echo(f"results saved to {save_to}", err=True)
         finally:
             await backend.close()
 
@@ -152,6 +192,8 @@ def serve(
         with results_lock(save_to):  # one writer per results file, as for `run`
             asyncio.run(main())
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+        fail(str(exc))
+    except BindError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot serve on {host}:{port} ({exc.strerror or exc})")

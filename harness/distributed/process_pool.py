@@ -31,7 +31,7 @@ from harness.distributed.frames import encode, read_frame
 from harness.distributed.limits import LocalProviderLimits
 from harness.distributed.process_worker import WorkerSetup, worker_main
 from harness.distributed.spawner import Spawner
-from harness.errors import ConfigError
+from harness.errors import ConfigError, run_stop
 from harness.simulate import SimulationRunner
 from servers.engine.tasks import Task
 
@@ -79,9 +79,9 @@ class WorkerLost(Exception):
 
 
 class WorkerFailed(Exception):
-    def __init__(self, message: str, config: bool) -> None:
+    def __init__(self, message: str, config: bool, kind: str | None = None) -> None:
         super().__init__(message)
-        self.config = config
+        self.config, self.kind = config, kind
 
 
 class WorkerLink:
@@ -144,7 +144,11 @@ class WorkerLink:
                 future.set_result(message["record"])
             else:
                 future.set_exception(
-                    WorkerFailed(str(message.get("message")), bool(message.get("config")))
+                    WorkerFailed(
+                        str(message.get("message")),
+                        bool(message.get("config")),
+                        message.get("kind"),
+                    )
                 )
         elif op == "acquire" and self.pool.limits is not None:
             task = asyncio.create_task(self._grant(int(message["lease"]), message["provider"]))
@@ -286,7 +290,7 @@ class ProcessPool:
                 continue
             except WorkerFailed as exc:
                 if exc.config:
-                    raise ConfigError(str(exc)) from None
+                    raise run_stop(exc.kind, str(exc)) from None
                 last_error = str(exc)
                 continue
             self.deaths_since_progress = 0

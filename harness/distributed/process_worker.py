@@ -122,7 +122,7 @@ async def _simulate(runner: SimulationRunner, link: DriverLink, message: dict[st
         record = await runner.simulate(task, int(message["trial"]), int(message["seed"]))
         reply.update(op="done", record=record)
     except (ConfigError, EngineError) as exc:  # the run cannot go on: no retry
-        reply.update(op="failed", config=True, message=str(exc))
+        reply.update(op="failed", config=True, kind=type(exc).__name__, message=str(exc))
     except Exception as exc:  # noqa: BLE001 - anything else costs the driver a retry
         reply.update(op="failed", config=False, message=f"{type(exc).__name__}: {exc}")
     await link.send(reply)

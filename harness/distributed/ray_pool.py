@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import RunConfig
-from harness.errors import ConfigError
+from harness.errors import ConfigError, run_stop
 from harness.simulate import SimulationRunner
 from harness.wiring import load_domain, open_backend
 from servers.engine.errors import EngineError
@@ -256,7 +256,7 @@ class RayPool:
                 cause = exc.as_instanceof_cause()
                 if isinstance(cause, ConfigError | EngineError):
                     message = cause.args[0] if cause.args else str(cause)
-                    raise ConfigError(str(message)) from None
+                    raise run_stop(type(cause).__name__, str(message)) from None
                 last_error = f"{type(cause).__name__}: {_short(cause)}"
                 continue
             finally:

@@ -46,7 +46,9 @@ from harness.agents.base import Agent, AgentContext, Incoming
 from harness.agents.llm_agent import conversation_prompt
 from harness.backends import ToolInfo
 from harness.metrics import INFRA
+from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
+from servers.surfaces import ShownTool, View, as_shown, register_surface
 
 AGENT_CLASS = "harness.integrations.inspect_tasks:InspectAgent"
 GRADE_KEY = "tau_mcp_reward_info"
@@ -109,6 +111,23 @@ def to_inspect(message: Message) -> InspectMessage:
     return ChatMessageAssistant(content=message.content or "", tool_calls=calls or None)
 
 
+def _as_inspect_shows(tool: ShownTool) -> ShownTool:
+    info = inspect_tool(ToolInfo(tool["name"], tool["description"], tool["parameters"]))
+    return as_shown(info.name, info.description, info.parameters.model_dump(exclude_none=True))
+
+
+async def _shown_to_inspect_model(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    from harness.surface_probes import captured_participant
+
+    agent = await captured_participant(domain, "agent", InspectAgent, variant=variant)
+    return [
+        as_shown(t.name, t.description, t.parameters.model_dump(exclude_none=True))
+        for t in agent.tools
+    ]
+
+
 class InspectAgent(Agent):
     """The Inspect model being evaluated, as a tau-mcp agent."""
 
@@ -137,6 +156,15 @@ class InspectAgent(Agent):
         )
         self.history.append(message)
         return message
+
+
+#: The Inspect tasks: the tools the evaluated model is offered, in Inspect's own schema type.
+INSPECT_TASKS = register_surface(
+    "Inspect tasks (model tools)",
+    ("agent",),
+    _shown_to_inspect_model,
+    rendering=_as_inspect_shows,
+)
 
 
 # --- the conversation and its grade --------------------------------------------------------

@@ -395,7 +395,9 @@ class PolicyDriver:
         tools = participant.context.tools if participant is not None else []
         schemas = [t.openai_schema() for t in tools]
         if self.side == "agent" and participant is not None:
-            schemas.append(copy.deepcopy(DONE_SCHEMA))
+            # Solo: the finishing tool as the reference declares it, when the data has it.
+            stop = participant.context.stop_tool
+            schemas.append(stop.openai_schema() if stop is not None else copy.deepcopy(DONE_SCHEMA))
         return schemas
 
     def info(self) -> dict[str, Any]:

@@ -36,11 +36,11 @@ from harness.integrations.stepwise import (
     EpisodeSettings,
     PolicyDriver,
 )
+from harness.integrations.verifiers_tools import verifiers_tool_defs
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.wiring import shared_domain
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
-from servers.engine.tool_listing import tool_listing
 
 
 def _for_policy(message: Message) -> vf_types.Message:
@@ -102,15 +102,7 @@ class TauMcpEnv(vf.MultiTurnEnv):
             for task_id in task_ids
         ]
         dataset = Dataset.from_list(rows)
-        specs = (
-            domain.spec.agent_tools.specs.values()
-            if variant is None
-            else tool_listing(domain, "agent", variant.name).tools
-        )
-        tools = [
-            {"name": spec.name, "description": spec.description, "parameters": spec.input_schema}
-            for spec in specs
-        ]
+        tools = verifiers_tool_defs(domain, variant)
         rubric = vf.Rubric(funcs=[self.tau_reward], weights=[1.0])
         super().__init__(
             dataset=dataset, eval_dataset=dataset, tool_defs=tools, rubric=rubric, **kwargs

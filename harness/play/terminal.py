@@ -19,6 +19,8 @@ from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
 from conversation.tools import ToolInfo
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.errors import ConfigError
+from servers.engine.domain import Domain
+from servers.surfaces import ShownTool, View, as_shown, register_surface
 from simulator.base import UserContext, UserSimulator
 from simulator.scenario import scenario_text
 
@@ -262,3 +264,22 @@ class HumanUser(UserSimulator):
         )
         self.history.append(message)
         return message
+
+
+async def _shown_to_player(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    """The tools `/tools` lists to the person on that side (printed to a discarded console)."""
+    import io
+
+    from harness.surface_probes import captured_participant
+
+    human = HumanAgent if view == "agent" else HumanUser
+    seat = type(human.__name__, (human,), {"terminal": Terminal(Console(file=io.StringIO()))})
+    player = await captured_participant(domain, view, seat, variant=variant)  # type: ignore[arg-type]
+    return [as_shown(t.name, t.description, t.input_schema) for t in player.context.tools]
+
+
+#: `tau-harness play`: the tools the person is shown on either side (as the customer, the task's
+#: `user_tools`, as the reference narrows the user's tools).
+PLAY = register_surface(
+    "tau-harness play (/tools)", ("agent", "user"), _shown_to_player, narrows_user_tools=True
+)

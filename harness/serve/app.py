@@ -7,27 +7,38 @@ simulation's MCP endpoint. Errors answer as the server's do: `{"error": "..."}` 
     POST /simulations/{id}/end   -> 200 the same, once ended from the agent's side and graded
     *    /simulations/{id}/mcp   the simulation's MCP endpoint (streamable HTTP)
     GET  /health, GET /tasks?split=base
+
+The app sits behind the same guard stack as `tau-server` (`servers.http_stack`): Host/Origin
+checks, CORS, JSON bodies only, size, deadline and JSON-text bounds, JSON errors everywhere.
+Request fields are bounded by `servers.limits` before any work.
 """
 
 from __future__ import annotations
 
-import json
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from harness.redaction import redact
 from harness.serve.channel import MoveChannel
 from harness.serve.endpoint import build_simulation_mcp
-from harness.serve.simulation import Conflict, Simulation, SimulationHub, UnknownTask
-from servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, send_json_error
+from harness.serve.simulation import (
+    Conflict,
+    Simulation,
+    SimulationHub,
+    Unavailable,
+    UnknownTask,
+)
+from servers.auth import send_json_error
 from servers.engine.errors import EngineError
+from servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
+from servers.limits import id_field, json_utf8, trial_field
 
 
 def channel_from_scope() -> MoveChannel:
@@ -65,7 +76,11 @@ class ServeApp:
         simulation_id = request.path_params["simulation_id"]
         simulation = self.hub.get(simulation_id)
         if simulation is None:
-            raise HTTPException(404, f"unknown simulation '{simulation_id}'")
+            raise HTTPException(
+                404,
+                f"unknown simulation '{simulation_id}' (ended ones are forgotten after a while; "
+                "their records are in the results file)",
+            )
         return simulation
 
     # --- routes -----------------------------------------------------------------------------
@@ -77,22 +92,20 @@ class ServeApp:
         try:
             ids = self.hub.domain.task_ids(split)
         except EngineError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+            return json_error(exc.status, str(exc))
         return JSONResponse({"tasks": [{"id": task_id} for task_id in ids]})
 
     async def create(self, request: Request) -> JSONResponse:
-        body = await _json_body(request)
-        task_id, trial = body.get("task_id"), body.get("trial", 0)
-        if not isinstance(task_id, str) or not task_id:
-            return _error(400, "'task_id' must be a task id (a string)")
-        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
-            return _error(400, "'trial' must be a whole number >= 0")
+        body = await json_object_body(request)
+        task_id, trial = id_field(body, "task_id", required=True), trial_field(body)
         try:
             simulation = self.hub.create(task_id, trial)
         except UnknownTask as exc:
-            return _error(404, str(exc))
+            return json_error(404, str(exc))
         except Conflict as exc:
-            return _error(409, str(exc))
+            return json_error(409, str(exc))
+        except Unavailable as exc:
+            return json_error(503, str(exc))
         return JSONResponse(
             {"simulation_id": simulation.id, "mcp": simulation.mcp_path}, status_code=201
         )
@@ -111,10 +124,10 @@ class ServeApp:
         ]
         return JSONResponse({"simulations": items})
 
-    async def view(self, request: Request) -> JSONResponse:
+    async def view(self, request: Request) -> Response:
         return _json(self._simulation(request).view())
 
-    async def end(self, request: Request) -> JSONResponse:
+    async def end(self, request: Request) -> Response:
         simulation = self._simulation(request)
         await simulation.end()
         return _json(simulation.view())
@@ -128,7 +141,7 @@ class ServeApp:
         scope = {**scope, "tau.simulation": simulation, "path": "/mcp", "root_path": ""}
         await self.mcp(scope, receive, send)
 
-    def build(self, token: str | None = None, max_body: int = DEFAULT_MAX_BODY) -> Starlette:
+    def build(self, guards: HttpGuards) -> Starlette:
         routes = [
             Route("/health", self.health, methods=["GET"]),
             Route("/tasks", self.tasks, methods=["GET"]),
@@ -139,56 +152,17 @@ class ServeApp:
             Route("/simulations/{simulation_id}/mcp", _Asgi(self.gateway)),
             Route("/simulations/{simulation_id}/mcp/", _Asgi(self.gateway)),
         ]
-        middleware = [Middleware(BodySizeLimit, max_bytes=max_body)]
-        if token:
-            middleware.insert(0, Middleware(BearerTokenGuard, token=token))
-        app = Starlette(
-            routes=routes,
-            middleware=middleware,
-            lifespan=self.lifespan,
-            exception_handlers={HTTPException: _http_error, _BadJson: _bad_json},
-        )
+        app = guarded_app(routes, guards, lifespan=self.lifespan)
         app.state.hub = self.hub
         return app
 
 
-def create_serve_app(hub: SimulationHub, token: str | None = None) -> Starlette:
-    return ServeApp(hub).build(token)
+def create_serve_app(hub: SimulationHub, guards: HttpGuards | None = None) -> Starlette:
+    """The serve app behind the guard stack (default: loopback only, no token)."""
+    return ServeApp(hub).build(guards or HttpGuards())
 
 
-class _BadJson(Exception):
-    pass
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise _BadJson("request body is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise _BadJson("request body must be a JSON object")
-    return value
-
-
-def _json(value: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(json.loads(json.dumps(value, default=str)))
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-async def _bad_json(request: Request, exc: Exception) -> JSONResponse:
-    return _error(400, str(exc))
-
-
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, HTTPException)
-    messages = {
-        404: str(exc.detail) if exc.detail != "Not Found" else f"no route for {request.url.path}",
-        405: f"method {request.method} not allowed here",
-    }
-    return _error(exc.status_code, messages.get(exc.status_code, str(exc.detail)))
+def _json(value: dict[str, Any]) -> Response:
+    """A simulation as JSON, with every secret in play redacted; text that holds a lone
+    surrogate (only a model's output could) is written escaped rather than failing the read."""
+    return Response(json_utf8(redact(value), default=str), media_type="application/json")

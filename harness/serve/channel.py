@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,12 @@ class MoveChannel:
         self.moves = 0
         self.preamble: str | None = None  # a task's earlier conversation, shown with answer 1
         self.orchestrator: Any = None  # set once the conversation is set up (live views)
+        self.last_activity = time.monotonic()  # the last move made or answered
+
+    @property
+    def busy(self) -> bool:
+        """A move is waiting for its answer (the server, not the agent, has the next step)."""
+        return self._pending is not None or not self._moves.empty()
 
     @property
     def closed(self) -> bool:
@@ -61,8 +68,12 @@ class MoveChannel:
                 return Answer(self.refusal, True)
             move = Move(message, asyncio.get_running_loop().create_future())
             self.moves += 1
+            self.last_activity = time.monotonic()
             self._moves.put_nowait(move)
-            return await move.answer
+            try:
+                return await move.answer
+            finally:
+                self.last_activity = time.monotonic()
 
     async def stop(self) -> Answer:
         """End the conversation from the agent's side (the reference's agent stop token)."""

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from harness import redaction
 from harness.agents import AgentContext
 from harness.backends import InfrastructureError
 from harness.errors import ConfigError
@@ -76,6 +77,7 @@ class CommandExecutor:
         )
         self.hub = SimulationHub(hosted_runs)
         self.token = secrets.token_urlsafe(24)
+        redaction.remember(self.token)  # a program that prints its environment shows it
         self.base_url: str | None = None
 
     @contextlib.asynccontextmanager

@@ -1,6 +1,9 @@
-"""The MCP server an outside agent plays a simulation on: the domain's agent tools (same names,
-schemas and annotations as the episode's agent endpoint on `tau-server`) plus
-`send_message_to_user`. Every call is one agent move on the simulation named in the URL path.
+"""The MCP server an outside agent plays a simulation on: the domain's agent tools, exactly as
+the episode's agent endpoint on `tau-server` lists them (the one listing of `servers.surfaces`:
+the reference's names, texts, schemas and order when the data carries them), then one tool of
+ours, `send_message_to_user`, the agent's way to speak to the customer (the reference's agent
+speaks in plain assistant messages, which an MCP client cannot send). Every call is one agent
+move on the simulation named in the URL path.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
 from servers.engine.variants import Variant
+from servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
+from servers.mcp_listing import tool_title
 from servers.mcp_tools import tool_annotations
+from servers.surfaces import ShownTool, View, register_surface, variant_name
 
 SEND_MESSAGE = "send_message_to_user"
 SEND_MESSAGE_DESCRIPTION = (
@@ -74,6 +80,10 @@ class SendMessageTool(Tool):
             if channel.closed:
                 return _result(Answer(channel.refusal or "", True))
             return _result(Answer("Error: 'message' must be a non-empty string.", True))
+        try:
+            text_field(arguments, "message", max_chars=MAX_MESSAGE_CHARS)
+        except FieldError as exc:
+            return _result(Answer(f"Error: {exc}.", True))
         message = ChatMessage(role="assistant", content=text)
         return _result(await channel.play(message))
 
@@ -93,6 +103,43 @@ class UnknownToolsAsMoves(Middleware):
             return await _call(self.resolve, message.name, message.arguments or {})
 
 
+async def _shown_on_simulation_endpoint(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` on a simulation's endpoint of a `tau-harness serve --retrieval-config
+    <variant>` app (in-process)."""
+    from harness.backends.http import in_process_backend
+    from harness.config import RunConfig
+    from harness.serve.app import create_serve_app
+    from harness.serve.host import make_hub
+    from servers.guards import LOOPBACK_HOSTS
+    from servers.http_stack import HttpGuards
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    backend = await in_process_backend({domain.name: domain})
+    try:
+        config = RunConfig(domain.name, agent="mcp", user="scripted", retrieval_config=variant)
+        hub = make_hub(backend, domain, config)
+        app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
+        try:
+            async with running(app):
+                simulation = hub.create(next(iter(domain.tasks)))
+                return await listed_tools(app, simulation.mcp_path)
+        finally:
+            await hub.close()
+    finally:
+        await backend.close()
+
+
+#: `tau-harness serve`'s `/simulations/{id}/mcp` (and `run --agent cmd`'s, the same app).
+SIMULATION_ENDPOINT = register_surface(
+    "tau-harness serve /simulations/{id}/mcp",
+    ("agent",),
+    _shown_on_simulation_endpoint,
+    extra_tools=(SEND_MESSAGE,),
+)
+
+
 def build_simulation_mcp(
     domain: Domain, resolve: ChannelResolver, variant: Variant | None = None
 ) -> FastMCP:
@@ -106,16 +153,12 @@ def build_simulation_mcp(
         mask_error_details=False,
         middleware=[UnknownToolsAsMoves(resolve)],
     )
-    specs = dict(domain.spec.agent_tools.specs)
-    if variant is not None:
-        added = variant.tools.specs if variant.tools is not None else {}
-        specs = {
-            n: ({**specs, **added})[n] for n in variant.agent_tools if n in specs or n in added
-        }
-    for spec in specs.values():
+    listing = SIMULATION_ENDPOINT.tools(domain, "agent", variant_name(variant))
+    for spec in listing.tools:
         server.add_tool(
             MoveTool(
                 name=spec.name,
+                title=tool_title(spec.name),
                 description=spec.description,
                 parameters=spec.input_schema,
                 annotations=tool_annotations(spec),
@@ -125,6 +168,7 @@ def build_simulation_mcp(
     server.add_tool(
         SendMessageTool(
             name=SEND_MESSAGE,
+            title=tool_title(SEND_MESSAGE),
             description=SEND_MESSAGE_DESCRIPTION,
             parameters=SEND_MESSAGE_SCHEMA,
             annotations=ToolAnnotations(
@@ -146,7 +190,6 @@ def build_simulation_mcp(
             mime_type="text/markdown",
         )
     )
-    schemas = {name: spec.input_schema for name, spec in specs.items()}
-    schemas[SEND_MESSAGE] = SEND_MESSAGE_SCHEMA
+    schemas = {**listing.schemas(), SEND_MESSAGE: SEND_MESSAGE_SCHEMA}
     server._mcp_server.get_tool_input_schema = schemas.get
     return server

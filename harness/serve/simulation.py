@@ -1,11 +1,21 @@
 """Simulations played by an outside agent: each runs `SimulationRunner`'s own attempt (episode,
 user, orchestrator, grading, record) in a background task, with the `OutsideAgent` as the agent,
 so a served simulation is run and graded exactly as `tau-harness run` runs and grades one.
+
+A finished simulation is in the results file's journal before anyone hears how it ended (the
+move in flight, `POST .../end`, `GET`). When the file cannot be written, the simulation's answer
+says so, the failure is logged, and the hub takes no new simulation. Memory is bounded by the
+policy of `SimulationHub` (docs/serve.md): at most MAX_OPEN simulations open at once; one that
+waits ABANDON_AFTER_S for its agent's next move is ended as abandoned (an infrastructure error:
+never scored, run again on resume); an ended one stays readable KEEP_ENDED_S, and at most
+MAX_ENDED are kept, then it is forgotten (its record is in the results file).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +27,7 @@ from harness.backends import EpisodeBackend
 from harness.config import RunConfig, trial_seed
 from harness.metrics import INFRA
 from harness.orchestrator import Orchestrator, Termination
-from harness.results import ResultsFile, load_results
+from harness.results import ResultsError, ResultsFile, load_results
 from harness.runner import keep_finished
 from harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
 from harness.simulate import SimulationRunner
@@ -51,12 +61,20 @@ def serve_simulations(
     )
 
 
+log = logging.getLogger("tau.harness.serve")
+
+
 class UnknownTask(LookupError):
     pass
 
 
 class Conflict(ValueError):
     pass
+
+
+class Unavailable(RuntimeError):
+    """The hub takes no new simulation now: its results file cannot be written, or too many
+    simulations are open."""
 
 
 class Simulation:
@@ -69,7 +87,9 @@ class Simulation:
         self.record: dict[str, Any] | None = None
         self.created = now()
         self.finished = asyncio.Event()
+        self.ended_at: float | None = None  # time.monotonic() when its record was settled
         self._task: asyncio.Task | None = None
+        self._stop_reason = "the server shut down"
 
     @property
     def mcp_path(self) -> str:
@@ -92,7 +112,7 @@ class Simulation:
         try:
             record = await self.runner.simulate(self.task, self.trial, self.seed)
         except asyncio.CancelledError:
-            self._finish(self._failure("the server shut down"), on_finished)
+            self._finish(self._failure(self._stop_reason), on_finished)
             raise
         except Exception as exc:  # noqa: BLE001 - reported in the record, never a crash
             record = self._failure(f"{type(exc).__name__}: {exc}")
@@ -102,12 +122,21 @@ class Simulation:
         return self.runner.infrastructure_record(self.task.id, self.trial, self.seed, error)
 
     def _finish(self, record: dict[str, Any], on_finished) -> None:
+        """Settle the record: saved first (`on_finished` journals it), then answered."""
         record["id"] = self.id
         self.record = record
-        self.channel.close(_final_answer(record), _refusal(record))
-        self.finished.set()
+        final = _final_answer(record)
         if on_finished is not None:
-            on_finished(self)
+            try:
+                on_finished(self)
+            except ResultsError as exc:
+                record.setdefault("info", {})["not_saved"] = str(exc)
+                final = Answer(
+                    f"The conversation is over, but its result was not saved: {exc}", True
+                )
+        self.ended_at = time.monotonic()
+        self.channel.close(final, _refusal(record))
+        self.finished.set()
 
     async def end(self) -> dict[str, Any]:
         """End from the agent's side if still open; wait for the graded record."""
@@ -117,7 +146,10 @@ class Simulation:
         assert self.record is not None
         return self.record
 
-    async def cancel(self) -> None:
+    async def cancel(self, reason: str | None = None) -> None:
+        """Stop the simulation; its record is an infrastructure error saying `reason`."""
+        if reason is not None:
+            self._stop_reason = reason
         if self._task is not None and not self._task.done():
             self._task.cancel()
             try:
@@ -184,17 +216,28 @@ def _refusal(record: dict[str, Any]) -> str:
 class SimulationHub:
     """The simulations of one server, and the results file finished ones are appended to."""
 
+    #: The memory policy (docs/serve.md); an instance may set its own.
+    MAX_OPEN = 1000  # simulations open at once (not yet ended)
+    ABANDON_AFTER_S = 900.0  # waiting this long for the agent's next move: ended as abandoned
+    KEEP_ENDED_S = 600.0  # an ended simulation stays readable this long ...
+    MAX_ENDED = 1000  # ... and at most this many are kept (the oldest go first)
+    SWEEP_EVERY_S = 5.0
+
     def __init__(self, runner: SimulationRunner, save_to: Path | None = None) -> None:
         self.runner = runner
         self.domain = runner.domain
         self.simulations: dict[str, Simulation] = {}
         self.results: ResultsFile | None = None
+        self.write_error: str | None = None  # set when the results file could not be written
         self._saved: set[tuple[str, int]] = set()
+        self._sweeper: asyncio.Task | None = None
         runner.user_guidelines()  # a data folder without them fails now, not per simulation
         if save_to is not None:
             self.results = ResultsFile(save_to, runner.info(), [])
             if Path(save_to).exists():
-                self._saved = keep_finished(self.results, Path(save_to), self.domain.name)
+                self._saved = keep_finished(
+                    self.results, Path(save_to), self.domain.name, self.domain.tasks
+                )
                 previous = load_results(Path(save_to))
                 self.results.header["tasks"] = list(previous.get("tasks") or [])
             self.results.save()
@@ -206,6 +249,14 @@ class SimulationHub:
 
     def create(self, task_id: str, trial: int = 0) -> Simulation:
         task = self.task(task_id)
+        if self.write_error is not None:
+            raise Unavailable(f"{self.write_error}; this server takes no new simulations")
+        open_now = sum(1 for s in self.simulations.values() if s.record is None)
+        if open_now >= self.MAX_OPEN:
+            raise Unavailable(
+                f"{open_now} simulations are open, the most this server holds; end some, or "
+                f"wait: one with no move for {self.ABANDON_AFTER_S:.0f} s is ended"
+            )
         if self.results is not None:
             live = {
                 (s.task.id, s.trial)
@@ -222,23 +273,66 @@ class SimulationHub:
         )
         self.simulations[simulation.id] = simulation
         simulation.start(self._on_finished)
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(self._sweep_forever(), name="simulation sweeper")
         return simulation
 
     def get(self, simulation_id: str) -> Simulation | None:
         return self.simulations.get(simulation_id)
 
     def _on_finished(self, simulation: Simulation) -> None:
+        """Journal a finished simulation; a failed write is logged, stops new simulations and
+        is raised (the simulation's answer then says its result was not saved)."""
         if self.results is None or simulation.record is None:
             return
-        tasks = self.results.header["tasks"]
-        if not any(t.get("id") == simulation.task.id for t in tasks):
-            tasks.append(simulation.task.model_dump(mode="json", exclude_none=True))
-        self.results.add(simulation.record)
+        try:
+            tasks = self.results.header["tasks"]
+            if not any(t.get("id") == simulation.task.id for t in tasks):
+                tasks.append(simulation.task.model_dump(mode="json", exclude_none=True))
+                # The file lists a task before any simulation of it reaches the journal:
+                # readers refuse a simulation of a task the file does not list.
+                self.results.save()
+            self.results.add(simulation.record)
+        except ResultsError as exc:
+            if self.write_error is None:
+                self.write_error = str(exc)
+                log.error("%s; tau-harness serve takes no new simulations", exc)
+            raise
         if simulation.record.get("termination_reason") != INFRA:
             self._saved.add((simulation.task.id, simulation.trial))
 
+    # --- the memory policy ----------------------------------------------------------------------
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.SWEEP_EVERY_S)
+            await self.sweep()
+
+    async def sweep(self) -> None:
+        """End simulations whose agent has gone quiet, and forget old ended ones."""
+        moment = time.monotonic()
+        quiet = [
+            s
+            for s in self.simulations.values()
+            if s.record is None
+            and not s.channel.busy
+            and moment - s.channel.last_activity >= self.ABANDON_AFTER_S
+        ]
+        reason = f"abandoned: no move from the agent for {self.ABANDON_AFTER_S:.0f} s"
+        await asyncio.gather(*(s.cancel(reason) for s in quiet))
+        ended = sorted(
+            (s for s in self.simulations.values() if s.ended_at is not None),
+            key=lambda s: s.ended_at or 0.0,
+        )
+        surplus = len(ended) - self.MAX_ENDED
+        for index, simulation in enumerate(ended):
+            expired = moment - (simulation.ended_at or moment) >= self.KEEP_ENDED_S
+            if index < surplus or expired:
+                self.simulations.pop(simulation.id, None)
+
     async def close(self) -> None:
         """Stop open simulations (recorded as infrastructure errors) and finish the file."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         await asyncio.gather(*(s.cancel() for s in self.simulations.values()))
         if self.results is not None:
             self.results.finish()
@@ -248,6 +342,7 @@ __all__ = [
     "Conflict",
     "Simulation",
     "SimulationHub",
+    "Unavailable",
     "UnknownTask",
     "serve_config",
     "serve_simulations",

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from servers.engine import call_context
 from servers.engine.canonical import canonical_hash
 from servers.engine.cow import CowDB
 from servers.engine.domain import Domain
@@ -25,7 +26,7 @@ from servers.engine.variants import Variant
 
 Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.
-_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant"})
+_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant", "resources", "tool_cost"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
@@ -33,6 +34,7 @@ _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 class ToolOutcome:
     text: str
     error: bool
+    cost: float = 0.0  # dollars the call's own model calls cost (retrieval embeddings, rerankers)
 
 
 class Episode:
@@ -58,6 +60,10 @@ class Episode:
         # and chooses the policy. It is not part of the state: a task's cached start is the
         # same for every variant, and its tools are added after the start is set up or loaded.
         self.variant = variant
+        # What the episode's tools keep for it (a writable shell workspace) and what their model
+        # calls cost so far; neither is state (see call_context.py).
+        self.resources = call_context.Resources()
+        self.tool_cost = 0.0
         cacheable = use_start_cache and task is not None and task.initial_state is not None
         if not (cacheable and self._load_start()):
             self._set_up()
@@ -136,22 +142,54 @@ class Episode:
     def toolkit(self, side: Side) -> Toolkit | None:
         return self.agent_tools if side == "agent" else self.user_tools
 
+    def blocks(self, side: Side, name: str) -> bool:
+        """Whether a call of `name` waits on a subprocess or the network (see Toolkit.blocks)."""
+        toolkit = self.toolkit(side)
+        return toolkit is not None and toolkit.has_tool(name) and toolkit.blocks(name)
+
+    def locked_call(self, side: Side, name: str, arguments: dict[str, Any] | None) -> ToolOutcome:
+        """`call`, holding the episode's lock (calls on one episode run one at a time)."""
+        with self.lock:
+            return self.call(side, name, arguments)
+
+    async def call_async(
+        self, side: Side, name: str, arguments: dict[str, Any] | None
+    ) -> ToolOutcome:
+        """`locked_call` for a server's event loop: a tool that waits on a subprocess or the
+        network (a shell command, a model call) runs in a worker thread, so the loop keeps
+        serving other episodes meanwhile."""
+        if self.blocks(side, name):
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(self.locked_call, side, name, arguments)
+        return self.locked_call(side, name, arguments)
+
     def call(self, side: Side, name: str, arguments: dict[str, Any] | None = None) -> ToolOutcome:
         """Run one tool call as the agent or the user, as the reference would: any failure is a
         result whose text starts with `Error: `, and the state keeps whatever the call did."""
         self.calls += 1
-        try:
-            toolkit = self.toolkit(side)
-            if toolkit is None:
-                raise ValueError("User tools not available")
-            if not toolkit.has_tool(name):
-                raise ValueError(f"Tool '{name}' not found.")
-            result = toolkit.bound(name)(**(arguments or {}))
-            self._sync()
-            return ToolOutcome(render_result(result), False)
-        except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
-            self._sync_after_failure()
-            return ToolOutcome(render_error(exc), True)
+        charges = call_context.Charges()
+        with call_context.tool_call(self, charges):
+            try:
+                toolkit = self.toolkit(side)
+                if toolkit is None:
+                    raise ValueError("User tools not available")
+                if not toolkit.has_tool(name):
+                    raise ValueError(f"Tool '{name}' not found.")
+                result = toolkit.bound(name)(**(arguments or {}))
+                self._sync()
+                outcome = ToolOutcome(render_result(result), False)
+            except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
+                self._sync_after_failure()
+                outcome = ToolOutcome(render_error(exc), True)
+        if charges.calls:
+            self.tool_cost += charges.total
+            outcome = ToolOutcome(outcome.text, outcome.error, charges.total)
+        return outcome
+
+    def close(self) -> None:
+        """Release what the episode's tools kept for it (e.g. a shell workspace's files)."""
+        self.resources.close()
 
     def _sync_after_failure(self) -> None:
         """The reference's orchestrator re-syncs the two sides after every step, failed calls
@@ -340,11 +378,17 @@ class EpisodeStore:
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
         episode = Episode(domain, episode_id, task, variant=variant)
+        ended = []
         with self._lock:
+            previous = self._episodes.get(key)
+            if previous is not None:
+                ended.append(previous)
             self._episodes[key] = episode
             self._episodes.move_to_end(key)
             while len(self._episodes) > self.capacity:
-                self._episodes.popitem(last=False)
+                ended.append(self._episodes.popitem(last=False)[1])
+        for old in ended:
+            old.close()
         return episode
 
     def get(self, domain_name: str, episode_id: str) -> Episode:
@@ -364,8 +408,10 @@ class EpisodeStore:
     def delete(self, domain_name: str, episode_id: str) -> None:
         self.domain(domain_name)
         with self._lock:
-            if self._episodes.pop((domain_name, episode_id), None) is None:
-                raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+            episode = self._episodes.pop((domain_name, episode_id), None)
+        if episode is None:
+            raise UnknownEpisode(f"unknown episode '{episode_id}' in domain '{domain_name}'")
+        episode.close()
 
     def call(
         self, domain_name: str, episode_id: str, side: Side, name: str, arguments: dict | None

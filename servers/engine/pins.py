@@ -1,8 +1,8 @@
 """Checking a data folder against the pinned reference release, and fetching that release.
 
-The pin list (`data/reference_pins.json`) names every data file with its sha256. Two files of the
-shared copy were rebuilt from the same records, so for them we check what they contain (record
-counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
+The pin list (`data/reference_pins.json`) names every data file with its sha256. A few files of
+the shared copy were rebuilt from the same records, so for them we check what they contain
+(record counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
 the release: they are generated from it (see `harness.reference_texts`). Their notes are ours, so
 they carry content pins: the sha256 of the values at the listed JSON paths, which the shared copy
 and a freshly generated folder both meet.
@@ -201,18 +201,28 @@ def fetch_reference(
     return dest
 
 
-def _extract(payload: bytes, staging: Path, pins: dict[str, Any]) -> None:
-    wanted = set(pins["files"])
+def archive_sources(pins: dict[str, Any]) -> dict[str, str]:
+    """Each pinned file's path inside the release archive (below its top folder): under
+    `archive_prefix`, unless an `archive_paths` entry maps the start of its path elsewhere
+    (the leaderboard's submissions live outside the data folder)."""
     prefix = pins.get("archive_prefix", "data/")
+    moved = pins.get("archive_paths", {})
+    sources = {}
+    for rel in pins["files"]:
+        start = next((p for p in moved if rel.startswith(p)), None)
+        sources[rel] = moved[start] + rel[len(start) :] if start else prefix + rel
+    return sources
+
+
+def _extract(payload: bytes, staging: Path, pins: dict[str, Any]) -> None:
+    wanted = {source: rel for rel, source in archive_sources(pins).items()}
     try:
         with tarfile.open(fileobj=io.BytesIO(payload), mode="r:gz") as archive:
             for member in archive.getmembers():
                 parts = member.name.split("/", 1)
-                if len(parts) != 2 or not parts[1].startswith(prefix) or not member.isfile():
+                if len(parts) != 2 or not member.isfile() or parts[1] not in wanted:
                     continue
-                rel = parts[1][len(prefix) :]
-                if rel not in wanted:
-                    continue
+                rel = wanted[parts[1]]
                 target = staging / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = archive.extractfile(member)

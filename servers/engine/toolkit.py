@@ -202,6 +202,14 @@ class Toolkit:
             spec = self._added[name][0]
         return spec
 
+    def blocks(self, name: str) -> bool:
+        """Whether tool `name` waits on a subprocess or the network (a shell command, a model
+        call), so a server runs it off its event loop. An added tool asks its provider."""
+        added = self._added.get(name)
+        if added is not None and added[1] is not self:
+            return bool(added[1].blocks(name))
+        return False
+
     def bound(self, name: str) -> Callable[..., Any]:
         """The callable that runs tool `name` (which must exist: see `has_tool`)."""
         added = self._added.get(name)

@@ -17,6 +17,9 @@ import sys
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from servers.engine.domain import Domain
+from servers.surfaces import ShownTool, View, register_surface
+
 EP_DEFAULT_PORT = 8000  # what EP's own server script defaults to without --port or $PORT
 
 
@@ -34,6 +37,25 @@ class OneDomainPaths:
                 new_path = self.prefix + path
                 scope = {**scope, "path": new_path, "raw_path": new_path.encode()}
         await self.app(scope, receive, send)
+
+
+async def _shown_by_stock_script(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` at `/mcp/` of the app this script serves, as EP's client connects, to a
+    session whose row config names the retrieval config `variant`."""
+    from servers.engine.variants import NAME_OPTION
+    from servers.mcp_probe import PROBE_HOST, listed_tools_as_ep, running
+
+    app = build_app(domain.name, str(domain.data_dir), allow_hosts=(PROBE_HOST,))
+    async with running(app.app):
+        return await listed_tools_as_ep(app, "/mcp/", {NAME_OPTION: variant})
+
+
+#: `tau-server ep-serve` and the stock script: the Eval Protocol endpoint at `/mcp`.
+EP_STOCK = register_surface(
+    "tau-server ep-serve /mcp (Eval Protocol stock script)", ("agent",), _shown_by_stock_script
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +99,7 @@ def build_app(
     data_dir: str | None = None,
     token: str | None = None,
     allow_hosts: tuple[str, ...] = (),
-) -> ASGIApp:
+) -> OneDomainPaths:
     """The one-domain app; bad data or an unknown domain fails here with one sentence. It keeps
     the server's Host/Origin rules: loopback names, plus `allow_hosts`."""
     from servers.app import ServerSettings, TauServer
@@ -116,10 +138,10 @@ def config_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the server until stopped; 2 with one sentence on stderr for bad input."""
-    import uvicorn
-
+    """Run the server until stopped, with tau-server's connection policy; 2 with one sentence
+    on stderr for bad input."""
     from servers.engine.errors import EngineError
+    from servers.http_server import BindError, ConnectionPolicy, bind_socket, run
 
     args = build_parser().parse_args(argv)
     if args.transport != "streamable-http":
@@ -139,19 +161,17 @@ def main(argv: list[str] | None = None) -> int:
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        sock = bind_socket(args.host, args.port)
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(
         f"tau-server (Eval Protocol layout): {args.domain} at http://{args.host}:{args.port}/mcp",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level.lower(),
-        lifespan="on",
-        access_log=False,
-    )
+    run(app, sock, ConnectionPolicy(), args.log_level)
     return 0
 
 

@@ -74,7 +74,7 @@ def missing(name: str, params: Mapping[str, Any]) -> list[str]:
     """Why a backend of kind `name` cannot be built now (empty when it can)."""
     found = _KINDS.get(name)
     if found is None:
-        return [_UNAVAILABLE.get(name, f"the '{name}' backend, which this build does not include")]
+        return [f"the '{name}' backend, which this build does not include"]
     return [r.description for r in found.requirements(params) if not r.met()]
 
 
@@ -99,15 +99,6 @@ def backend(name: str, base: KnowledgeBase, params: Mapping[str, Any]) -> Any:
                     raise LookupError(f"no retrieval backend of kind '{name}' is registered")
                 built = _BUILT[key] = found.build(base, params)
     return built
-
-
-# What a refusal names for the kinds the network and shell retrieval provide, while they are
-# not part of the build.
-_UNAVAILABLE = {
-    "embedding": "embedding search (not in this build yet)",
-    "pointwise_llm_reranker": "the LLM reranker (not in this build yet)",
-    "shell": "the shell sandbox (not in this build yet)",
-}
 
 
 # --- the offline kinds --------------------------------------------------------------------------
@@ -151,3 +142,6 @@ register(
         ),
     )
 )
+
+# The kinds that need a network or a shell register themselves (embedding, reranker, shell).
+from servers.knowledge import kinds as _kinds  # noqa: E402, F401

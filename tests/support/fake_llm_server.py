@@ -5,13 +5,21 @@ and is kept for inspection. A model can instead have a responder, a function fro
 body to the reply: concurrent conversations (several simulations, several worker processes)
 then get the same replies whatever order their requests arrive in. `delay` holds every reply
 that long; `peak_in_flight` is the most requests the server held at once.
+
+It also answers `/v1/embeddings` (kept in `embedding_requests`) with bag-of-words vectors
+(`fake_embedding`), so texts that share words are similar, in the encoding the request asks for
+(`float`, or `base64` little-endian float32 as OpenAI sends it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
+import re
 import socket
+import struct
 import threading
 import time
 from collections import defaultdict, deque
@@ -38,6 +46,12 @@ def failure(status: int, **headers: str) -> dict[str, Any]:
     return {"status": status, "headers": headers}
 
 
+def echo_key(status: int = 401) -> dict[str, Any]:
+    """An error answer whose message repeats the credentials the request carried, as some
+    providers' "incorrect API key" errors do."""
+    return {"status": status, "headers": {}, "echo_key": True}
+
+
 class FakeLLMServer:
     def __init__(self) -> None:
         self.scripts: dict[str, deque] = defaultdict(deque)
@@ -50,6 +64,8 @@ class FakeLLMServer:
         self.delay = 0.0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_failures = 0  # answer this many embedding requests with a 500 first
 
     @property
     def api_base(self) -> str:
@@ -107,8 +123,14 @@ class FakeLLMServer:
             reply = queue.popleft()
         if "status" in reply:
             error = {"error": {"message": f"scripted failure {reply['status']}"}}
+            if reply.get("echo_key"):
+                seen = {k: v for k, v in request.headers.items() if k.lower().startswith("x-")}
+                auth = request.headers.get("authorization")
+                error["error"]["message"] = f"Incorrect API key provided: {auth}; headers {seen}"
             return JSONResponse(error, status_code=reply["status"], headers=reply["headers"])
         message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        if reply.get("refusal"):
+            message["refusal"] = reply["refusal"]
         if reply.get("tool_calls"):
             message["tool_calls"] = []
             for name, arguments in reply["tool_calls"]:
@@ -130,15 +152,43 @@ class FakeLLMServer:
                     {
                         "index": 0,
                         "message": message,
-                        "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                        "finish_reason": reply.get("finish_reason")
+                        or ("tool_calls" if reply.get("tool_calls") else "stop"),
                     }
                 ],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
             }
         )
 
+    async def _embed(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.embedding_requests.append(body)
+        if self.embedding_failures > 0:
+            self.embedding_failures -= 1
+            return JSONResponse({"error": {"message": "scripted failure 500"}}, status_code=500)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_embedding(text)
+            if body.get("encoding_format") == "base64":
+                packed = struct.pack(f"<{len(vector)}f", *vector)
+                value: Any = base64.b64encode(packed).decode()
+            else:
+                value = vector
+            data.append({"object": "embedding", "index": index, "embedding": value})
+        tokens = sum(len(t.split()) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        model = body.get("model", "")
+        return JSONResponse({"object": "list", "data": data, "model": model, "usage": usage})
+
     def __enter__(self) -> FakeLLMServer:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._complete, methods=["POST"]),
+                Route("/v1/embeddings", self._embed, methods=["POST"]),
+            ]
+        )
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
         )
@@ -156,6 +206,18 @@ class FakeLLMServer:
         assert self._server is not None and self._thread is not None
         self._server.should_exit = True
         self._thread.join(timeout=5)
+
+
+EMBEDDING_SIZE = 64
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A bag-of-words vector: each lower-cased word adds 1 to a slot chosen by its hash."""
+    vector = [0.0] * EMBEDDING_SIZE
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        slot = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+        vector[slot % EMBEDDING_SIZE] += 1.0
+    return vector
 
 
 def _free_port() -> int:

@@ -20,7 +20,7 @@ from fastmcp.utilities.asgi_transport import StreamingASGITransport
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
 from servers.guards import LOOPBACK_HOSTS
-from tests.support.data import DATA_DIR
+from tests.support.data import DATA_DIR, DEMO_DIR
 
 ORIGIN = "http://testserver"
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -138,3 +138,40 @@ def real_server(
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextmanager
+def spawned(
+    command: list[str], health: str = "/health", env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Any server command on a free loopback port (`{port}` in `command`, the demo data by
+    default); yields its base URL once `health` answers 200."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [arg.format(port=port) for arg in command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TAU2_DATA_DIR": str(DEMO_DIR), **(env or {})},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{command[:4]} exited: {proc.stderr.read().decode()[-1500:]}")
+            try:
+                if httpx.get(base + health, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{command[:4]} did not start within 90 s")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

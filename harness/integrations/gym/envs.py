@@ -26,6 +26,8 @@ from harness.agents.llm_agent import DONE_TOOL
 from harness.integrations.actions import ActionError, observation_text, parse_action
 from harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
+from servers.engine.domain import Domain
+from servers.surfaces import ShownTool, View, from_openai, register_surface
 
 T = TypeVar("T")
 CLOSE_TIMEOUT = 30.0  # seconds for closing: an unreachable server must not hang the caller
@@ -354,3 +356,49 @@ class UserEnv(_TauEnv):
             max_errors=max_errors,
         )
         super().__init__(settings, render_mode, all_messages_as_observation)
+
+
+def _tools_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
+    from harness.surface_probes import probe_task
+
+    if view == "solo" and not domain.supports_solo:
+        return None
+    task = probe_task(domain, solo=view == "solo")
+    if view == "user":
+        env: _TauEnv = UserEnv(
+            domain.name,
+            task.id,
+            agent="oracle",
+            data_dir=domain.data_dir,
+            retrieval_config=variant,
+        )
+    else:
+        env = AgentEnv(
+            domain.name,
+            task.id,
+            user="scripted",
+            solo_mode=view == "solo",
+            data_dir=domain.data_dir,
+            retrieval_config=variant,
+        )
+    try:
+        _, info = env.reset()
+        return from_openai(info["tools"])
+    finally:
+        env.close()
+
+
+async def _shown_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
+    """`info["tools"]` after `reset()`, read on a thread (each env runs its own event loop)."""
+    return await asyncio.to_thread(_tools_in_info, domain, view, variant)
+
+
+#: `info["tools"]` of Agent-v0 (the agent seat adds the `done` tool of its own unless solo,
+#: where the reference's finishing tool is part of the listing) and of User-v0 (the task's
+#: `user_tools`, as the reference narrows the user's tools).
+GYM_AGENT = register_surface(
+    "Gymnasium Agent-v0 info", ("agent", "solo"), _shown_in_info, extra_tools=(DONE_TOOL,)
+)
+GYM_USER = register_surface(
+    "Gymnasium User-v0 info", ("user",), _shown_in_info, narrows_user_tools=True
+)

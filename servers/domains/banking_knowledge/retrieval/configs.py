@@ -32,13 +32,21 @@ SEARCH_TOOLS = {
 }
 RETRIEVAL_TOOLS = (*SEARCH_TOOLS.values(), "grep", "shell")
 
-# `--retrieval-config-kwargs` the reference reads, and the type each must have.
+# `--retrieval-config-kwargs` the reference reads, and the type each must have; then ours: the
+# texts the network backends send a model when the data folder does not hold them, and the
+# reranker's chat model (any model litellm serves).
 KWARG_TYPES: dict[str, type] = {
     "top_k": int,
     "grep_top_k": int,
     "case_sensitive": bool,
     "reranker_min_score": int,
+    "reranker_model": str,
+    "reranker_prompt": str,
+    "query_prefix": str,
 }
+# Where the data folder's reference texts keep the texts the network backends send a model:
+# `{"reranker_prompt": ..., "reranker_model": ..., "qwen_query_prefix": ...}`.
+MODEL_TEXTS = "retrieval_model_texts"
 PREFERRED_OFFLINE = "bm25_grep"
 
 
@@ -52,15 +60,27 @@ class SearchSpec:
     embedder_model: str | None = None
     reranker: bool = False
     reranker_min_score: int = 5
+    # Texts and the model the network backends need (from the data folder or the kwargs).
+    query_prefix: str | None = None
+    reranker_prompt: str | None = None
+    reranker_model: str | None = None
 
     def retriever_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"top_k": self.top_k}
         if self.kind != "bm25":
-            params |= {"embedder_type": self.embedder_type, "embedder_model": self.embedder_model}
+            params |= {
+                "embedder_type": self.embedder_type,
+                "embedder_model": self.embedder_model,
+                "query_prefix": self.query_prefix,
+            }
         return params
 
     def reranker_params(self) -> dict[str, Any]:
-        return {"min_score": self.reranker_min_score}
+        return {
+            "min_score": self.reranker_min_score,
+            "prompt": self.reranker_prompt,
+            "model": self.reranker_model,
+        }
 
 
 @dataclass(frozen=True)
@@ -167,6 +187,8 @@ class RetrievalCatalog:
         if not isinstance(raw, dict) or not isinstance(raw.get("retrieval_configs"), dict):
             raise DataError(f"{self.path} has no 'retrieval_configs' object")
         self.texts = raw
+        model_texts = raw.get(MODEL_TEXTS)
+        self.model_texts: dict[str, Any] = model_texts if isinstance(model_texts, dict) else {}
         self.default: str = raw.get("default_config") or "alltools"
         self.aliases: dict[str, str] = dict(raw.get("aliases") or {})
         self._configs = {
@@ -180,8 +202,14 @@ class RetrievalCatalog:
         if not isinstance(entry, dict):
             raise DataError(f"{where} is not an object")
         try:
+            texts = self.model_texts
             searches = {
-                tool: _spec(entry[key], SearchSpec, f"{where}.{key}")
+                tool: replace(
+                    _spec(entry[key], SearchSpec, f"{where}.{key}"),
+                    query_prefix=texts.get("qwen_query_prefix"),
+                    reranker_prompt=texts.get("reranker_prompt"),
+                    reranker_model=texts.get("reranker_model"),
+                )
                 for key, tool in SEARCH_TOOLS.items()
                 if entry.get(key) is not None
             }
@@ -255,11 +283,8 @@ def _apply(config: RetrievalConfig, kwargs: dict[str, Any]) -> RetrievalConfig:
     """The overrides as the reference applies them: `top_k` and `reranker_min_score` to every
     search tool, `grep_top_k` and `case_sensitive` to grep; an override for a tool the
     configuration lacks changes nothing."""
-    search_changes = {
-        field: kwargs[key]
-        for key, field in (("top_k", "top_k"), ("reranker_min_score", "reranker_min_score"))
-        if key in kwargs
-    }
+    search_fields = ("top_k", "reranker_min_score", "reranker_model", "reranker_prompt")
+    search_changes = {f: kwargs[f] for f in (*search_fields, "query_prefix") if f in kwargs}
     grep_changes = {
         field: kwargs[key]
         for key, field in (("grep_top_k", "top_k"), ("case_sensitive", "case_sensitive"))

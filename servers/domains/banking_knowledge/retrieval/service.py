@@ -94,6 +94,14 @@ class BankingRetrieval:
         self._backends[tool] = found
         return found
 
+    def blocks(self, tool: str) -> bool:
+        """Whether the tool waits on a subprocess or the network: the shell, and searches that
+        embed the query or ask a model to rerank."""
+        if tool == "shell":
+            return True
+        spec = self.config.searches.get(tool)
+        return spec is not None and (spec.kind != "bm25" or spec.reranker)
+
     # --- the tools ------------------------------------------------------------------------------
     def search(self, tool: str, query: str, k: int | None = None) -> str:
         """`KB_search` (no `k`), `KB_search_bm25` / `KB_search_dense` (with `k`)."""

@@ -22,6 +22,9 @@ class RetrievalToolkit(Toolkit):
         super().__init__(db=None)
         self.retrieval = retrieval
 
+    def blocks(self, name: str) -> bool:
+        return self.retrieval.blocks(name)
+
 
 def _retrieval(toolkit: Toolkit) -> Any:
     return toolkit.retrieval  # type: ignore[attr-defined]

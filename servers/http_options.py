@@ -1,0 +1,98 @@
+"""The command-line options of the HTTP toolkit, shared by `tau-server serve` and
+`tau-harness serve` so both take the same flags with the same meaning and defaults."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from servers.auth import DEFAULT_MAX_BODY
+from servers.guards import DEFAULT_BODY_TIMEOUT, allowed_hosts_for
+from servers.http_server import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_CONNECTIONS,
+    ConnectionPolicy,
+)
+
+if TYPE_CHECKING:
+    from servers.http_stack import HttpGuards
+
+AllowHostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        help="Also answer requests whose Host header names this host (repeatable; '*' for any). "
+        "Loopback names and the bound address are always allowed.",
+    ),
+]
+AllowOriginOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-origin",
+        help="Let browser pages from this origin (e.g. http://localhost:6274) call the server "
+        "(repeatable; '*' for any).",
+    ),
+]
+MaxBodyOpt = Annotated[
+    int, typer.Option("--max-body", help="Largest accepted request body, in bytes.")
+]
+KeepAliveOpt = Annotated[
+    float, typer.Option("--keep-alive", help="Seconds an idle keep-alive connection stays open.")
+]
+HeaderTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--header-timeout", help="Seconds a connection has to send a complete request head."
+    ),
+]
+BodyTimeoutOpt = Annotated[
+    float, typer.Option("--body-timeout", help="Seconds a request has to send its whole body.")
+]
+MaxConnectionsOpt = Annotated[
+    int,
+    typer.Option("--max-connections", help="Open connections beyond this get 503 and are closed."),
+]
+
+DEFAULTS = {
+    "max_body": DEFAULT_MAX_BODY,
+    "keep_alive": DEFAULT_KEEP_ALIVE,
+    "header_timeout": DEFAULT_HEADER_TIMEOUT,
+    "body_timeout": DEFAULT_BODY_TIMEOUT,
+    "max_connections": DEFAULT_MAX_CONNECTIONS,
+}
+
+
+def http_settings(
+    host: str,
+    token: str | None,
+    allow_host: list[str] | None,
+    allow_origin: list[str] | None,
+    max_body: int,
+    keep_alive: float,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+) -> tuple[HttpGuards, ConnectionPolicy]:
+    """The guards and connection policy the options ask for; ValueError (one sentence) for a
+    value that cannot work."""
+    from servers.http_stack import HttpGuards
+
+    for name, value in (
+        ("--max-body", max_body),
+        ("--keep-alive", keep_alive),
+        ("--header-timeout", header_timeout),
+        ("--body-timeout", body_timeout),
+        ("--max-connections", max_connections),
+    ):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, not {value:g}")
+    guards = HttpGuards(
+        token=token or None,
+        allowed_hosts=allowed_hosts_for(host, allow_host or ()),
+        allowed_origins=tuple(allow_origin or ()),
+        max_body_bytes=max_body,
+        body_timeout=body_timeout,
+    )
+    return guards, ConnectionPolicy(keep_alive, header_timeout, max_connections)

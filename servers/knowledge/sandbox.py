@@ -1,0 +1,405 @@
+"""Shell commands in a bubblewrap sandbox that sees one folder and nothing else of the host.
+
+Each command runs in a fresh `bwrap` (no root needed; it uses user namespaces):
+
+- its own user, mount, PID, network, IPC, UTS and cgroup namespaces (`--unshare-all`
+  `--unshare-user`); no network at all, not even the host's loopback; no further user namespaces
+  inside (`--disable-userns`); every capability dropped; a new session (no terminal to inject
+  into); killed with its parent (`--die-with-parent`);
+- a root file system built from nothing: `/usr` (and the `/bin`, `/lib*` links or folders the host
+  has) read-only, `/etc` holding only `alternatives`, `ld.so.cache` and a two-line `passwd` and
+  `group` naming `kb_user`/`kb_group`, a fresh `/proc` of its own PID namespace, a minimal `/dev`,
+  a small private `/tmp` (memory, gone with the command), the folder at `/knowledge_base`
+  (read-only unless the caller allows writes) as the working directory, and `/` itself read-only;
+- an environment of its own (`PATH`, `HOME`, `LANG`, `USER`, `LOGNAME`, `SHELL`): nothing of the
+  host's environment, API keys included, reaches it, not even through `/proc/1/environ` (bwrap
+  itself is started with that environment, and its options reach it through a pipe, so
+  `/proc/1/cmdline` names no host path);
+- resource limits set inside before the command starts (`ulimit -H -S`): CPU time, address
+  space, processes, file size, open files, no core files; when we run as root, the sandbox runs
+  as `nobody` instead (the kernel does not count root's processes against a process limit);
+- a wall-clock limit, a cap on the bytes of output, and (for a writable folder) a cap on the
+  folder's size and file count: past any of them the whole sandbox is killed (killing `bwrap`
+  ends its PID namespace, and every process in it with it).
+
+The command runs as `<bash> -c <command>`, with `bash` found on `PATH` as the reference's
+sandbox finds it (`/usr/bin/bash` on Debian), so the shell's own messages read as there.
+"""
+
+from __future__ import annotations
+
+import functools
+import grp
+import os
+import pwd
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from servers.knowledge.kb_files import FOLDERS, default_parent
+
+#: Where the folder appears inside the sandbox (and `HOME` there).
+SANDBOX_DIR = "/knowledge_base"
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+SANDBOX_USER = "kb_user"
+SANDBOX_GROUP = "kb_group"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+SANDBOX_LANG = "C.UTF-8"
+#: The host's top-level system folders the shell's programs may need (as links or folders).
+_SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_ETC_FILES = ("alternatives", "ld.so.cache")
+_BWRAP_ENV = "TAU_MCP_BWRAP"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one command may use. The wall-clock limit is the reference's (30 s)."""
+
+    wall_seconds: float = 30.0
+    cpu_seconds: int = 30
+    memory_bytes: int = 1 << 30
+    processes: int = 64
+    file_bytes: int = 16 << 20
+    open_files: int = 256
+    output_bytes: int = 4 << 20
+    tmp_bytes: int = 16 << 20
+    workspace_bytes: int = 64 << 20
+    workspace_files: int = 5000
+
+
+@dataclass(frozen=True)
+class Completed:
+    """How a command ended. `returncode` is None when we stopped it (see the flags)."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    output_overflow: bool = False
+    workspace_overflow: bool = False
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot start on this host; the message says why in one sentence."""
+
+
+def _bwrap_path() -> str | None:
+    name = os.environ.get(_BWRAP_ENV) or "bwrap"
+    return shutil.which(name)
+
+
+@functools.cache
+def _setpriv_path() -> str | None:
+    return shutil.which("setpriv")
+
+
+@functools.cache
+def shell_path() -> str | None:
+    """The shell commands run in: `bash` as found on PATH (the reference's sandbox does so)."""
+    found = shutil.which("bash")
+    return os.path.abspath(found) if found else None
+
+
+def _sandbox_account() -> tuple[int, int] | None:
+    """The host user and group the sandbox runs as: None (ourselves) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        uid = pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        uid = 65534
+    gid = 65534
+    for name in ("nogroup", "nobody"):
+        try:
+            gid = grp.getgrnam(name).gr_gid
+            break
+        except KeyError:
+            continue
+    return uid, gid
+
+
+def workspace_owner() -> tuple[int, int] | None:
+    """Who must own a writable folder for the sandbox to write in it (None: ourselves)."""
+    return _sandbox_account()
+
+
+class Sandbox:
+    """Runs commands in bubblewrap over a folder. One per process is enough: it holds only the
+    small `/etc` files it binds, written once."""
+
+    def __init__(self, limits: Limits | None = None, support_dir: Path | None = None) -> None:
+        self.limits = limits or Limits()
+        self._support_dir = support_dir
+        self._etc: Path | None = None
+        self._fixed: tuple[list[str], list[str]] | None = None
+
+    # --- setup --------------------------------------------------------------------------------
+    def _etc_dir(self) -> Path:
+        if self._etc is None:
+            # Under the process's knowledge-base folder unless told otherwise: removed at exit.
+            parent = self._support_dir or FOLDERS.root
+            etc = Path(tempfile.mkdtemp(prefix="tau-mcp-etc-", dir=parent))
+            os.chmod(etc, 0o755)
+            home = SANDBOX_DIR
+            (etc / "passwd").write_text(
+                f"{SANDBOX_USER}:x:{SANDBOX_UID}:{SANDBOX_GID}:{SANDBOX_USER}:{home}:/usr/bin/bash\n"
+            )
+            (etc / "group").write_text(f"{SANDBOX_GROUP}:x:{SANDBOX_GID}:\n")
+            for name in ("passwd", "group"):
+                os.chmod(etc / name, 0o644)
+            self._etc = etc
+        return self._etc
+
+    def close(self) -> None:
+        etc, self._etc, self._fixed = self._etc, None, None
+        if etc is not None:
+            shutil.rmtree(etc, ignore_errors=True)
+
+    def options(self, folder: Path, writable: bool) -> list[str]:
+        """bwrap's options for one command over `folder` (everything before `--`)."""
+        head, tail = self._fixed_options()
+        return [*head, "--bind" if writable else "--ro-bind", str(folder), SANDBOX_DIR, *tail]
+
+    def _fixed_options(self) -> tuple[list[str], list[str]]:
+        """The options that do not depend on the folder, worked out once."""
+        if self._fixed is not None:
+            return self._fixed
+        lim = self.limits
+        head = [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_GID),
+            "--hostname", "knowledge-base",
+            "--cap-drop", "ALL",
+            "--die-with-parent",
+            "--new-session",
+            "--ro-bind", "/usr", "/usr",
+        ]  # fmt: skip
+        for name in _SYSTEM_DIRS:
+            host = Path("/") / name
+            if host.is_symlink():
+                head += ["--symlink", os.readlink(host), f"/{name}"]
+            elif host.is_dir():
+                head += ["--ro-bind", str(host), f"/{name}"]
+        for name in _ETC_FILES:
+            head += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        etc = self._etc_dir()
+        head += ["--ro-bind", str(etc / "passwd"), "/etc/passwd"]
+        head += ["--ro-bind", str(etc / "group"), "/etc/group"]
+        head += ["--proc", "/proc", "--dev", "/dev"]
+        head += ["--size", str(lim.tmp_bytes), "--tmpfs", "/tmp"]
+        tail = ["--remount-ro", "/", "--chdir", SANDBOX_DIR, "--clearenv"]
+        env = {
+            "PATH": SANDBOX_PATH,
+            "HOME": SANDBOX_DIR,
+            "LANG": SANDBOX_LANG,
+            "USER": SANDBOX_USER,
+            "LOGNAME": SANDBOX_USER,
+            "SHELL": shell_path() or "/usr/bin/bash",
+        }
+        for key, value in env.items():
+            tail += ["--setenv", key, value]
+        self._fixed = (head, tail)
+        return self._fixed
+
+    def _limit_script(self, bash: str) -> str:
+        lim = self.limits
+        return (
+            f"ulimit -H -S -c 0 -t {lim.cpu_seconds} -v {lim.memory_bytes // 1024} "
+            f"-u {lim.processes} -f {max(1, lim.file_bytes // 1024)} -n {lim.open_files}"
+            f' || exit 126; exec {bash} -c "$1"'
+        )
+
+    # --- running ------------------------------------------------------------------------------
+    def run(self, command: str, folder: Path, *, writable: bool = False) -> Completed:
+        """Run `command` with `folder` as the working directory. Raises SandboxUnavailable when
+        bwrap or bash is missing; a command that breaks a limit is stopped, not raised."""
+        bwrap, bash = _bwrap_path(), shell_path()
+        if bwrap is None:
+            raise SandboxUnavailable(missing_bwrap_sentence())
+        if bash is None:
+            raise SandboxUnavailable("the shell sandbox needs bash, which is not on PATH")
+        if "\0" in command:
+            raise ValueError("embedded null byte")
+        data = "\0".join(self.options(folder, writable)).encode() + b"\0"
+        if len(data) > 60000:  # more than a pipe holds before bwrap reads it
+            raise SandboxUnavailable(f"the sandbox's folder path is too long: {folder}")
+        read_fd, write_fd = os.pipe()
+        try:
+            os.write(write_fd, data)
+        finally:
+            os.close(write_fd)
+        argv = [bwrap, "--args", str(read_fd), "--", bash, "-c", self._limit_script(bash), bash]
+        extra: dict = {}
+        account = _sandbox_account()
+        if account is not None:
+            # Dropping root through setpriv lets Python spawn with vfork, which costs less than
+            # fork in a big server process; Popen(user=...) works without it.
+            setpriv = _setpriv_path()
+            if setpriv is not None:
+                uid, gid = (str(n) for n in account)
+                argv = [setpriv, "--reuid", uid, "--regid", gid, "--clear-groups", *argv]
+            else:
+                extra = {"user": account[0], "group": account[1], "extra_groups": []}
+        try:
+            proc = subprocess.Popen(
+                [*argv, command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(read_fd,),
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin"},
+                **extra,
+            )
+        finally:
+            os.close(read_fd)
+        return self._collect(proc, folder if writable else None)
+
+    def _collect(self, proc: subprocess.Popen, workspace: Path | None) -> Completed:
+        lim = self.limits
+        out, err = bytearray(), bytearray()
+        timed_out = overflow = too_big = False
+        deadline = time.monotonic() + lim.wall_seconds
+        next_check = time.monotonic() + 0.25
+        assert proc.stdout is not None and proc.stderr is not None
+        selector = selectors.DefaultSelector()
+        buffers = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+        for stream in (proc.stdout, proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ)
+        try:
+            while buffers:
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
+                wait = deadline - now
+                if workspace is not None:
+                    if now >= next_check:
+                        next_check = now + 0.25
+                        if _over_quota(workspace, lim):
+                            too_big = True
+                            break
+                    wait = min(wait, max(0.0, next_check - now))
+                for key, _ in selector.select(wait):
+                    fd = key.fd
+                    try:
+                        chunk = os.read(fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        selector.unregister(fd)
+                        del buffers[fd]
+                        continue
+                    buffers[fd].extend(chunk)
+                if len(out) + len(err) > lim.output_bytes:
+                    overflow = True
+                    break
+            stopped = timed_out or overflow or too_big
+            if stopped:
+                _kill(proc)
+            try:
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()) if not stopped else 5)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                proc.wait(timeout=5)
+                timed_out = True
+        finally:
+            selector.close()
+            proc.stdout.close()
+            proc.stderr.close()
+            if proc.poll() is None:
+                _kill(proc)
+                proc.wait()
+        if workspace is not None and not (timed_out or overflow or too_big):
+            too_big = _over_quota(workspace, lim)
+        return Completed(
+            None if (timed_out or overflow or too_big) else proc.returncode,
+            bytes(out),
+            bytes(err),
+            timed_out=timed_out,
+            output_overflow=overflow,
+            workspace_overflow=too_big,
+        )
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill bwrap's process group; its PID namespace (every process of the command) dies with
+    it, since bwrap's init there is killed along with its parent."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def _over_quota(folder: Path, limits: Limits) -> bool:
+    """Whether a writable folder has grown past its size or file-count limit (symlinks are not
+    followed; a folder we cannot read counts as nothing)."""
+    total = files = 0
+    stack = [os.fspath(folder)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    files += 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+        if total > limits.workspace_bytes or files > limits.workspace_files:
+            return True
+    return False
+
+
+def missing_bwrap_sentence() -> str:
+    return (
+        "the shell sandbox needs bubblewrap (bwrap), which is not installed "
+        "(Debian/Ubuntu: apt-get install bubblewrap)"
+    )
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """Why no sandbox can start on this host (one sentence), or None when one can. Checked once
+    per process by starting one."""
+    if _bwrap_path() is None:
+        return missing_bwrap_sentence()
+    if shell_path() is None:
+        return "the shell sandbox needs bash, which is not on PATH"
+    probe_root = Path(tempfile.mkdtemp(prefix="tau-mcp-probe-", dir=default_parent()))
+    os.chmod(probe_root, 0o755)
+    sandbox = Sandbox(Limits(wall_seconds=20), support_dir=probe_root)
+    try:
+        done = sandbox.run("echo ok", probe_root)
+    except OSError as exc:
+        return f"bubblewrap could not be started ({exc.strerror or exc})"
+    finally:
+        sandbox.close()
+        shutil.rmtree(probe_root, ignore_errors=True)
+    if done.returncode == 0 and done.stdout == b"ok\n":
+        return None
+    detail = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+    if done.timed_out:
+        detail = "it did not finish within 20 seconds"
+    return (
+        f"bubblewrap cannot start a sandbox on this host ({detail}); unprivileged user "
+        "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone or "
+        "user.max_user_namespaces)"
+    )
