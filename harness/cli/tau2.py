@@ -16,6 +16,7 @@ from harness.backends import InfrastructureError
 from harness.cli.common import DOMAIN_HELP, console, fail, judge_option, load_domain
 from harness.results import ResultsError, load_results
 from servers.engine.errors import EngineError
+from servers.surfaces import View, listing_as_shown, register_surface
 
 
 # --- evaluate-trajs ---------------------------------------------------------------------------
@@ -148,24 +149,50 @@ def start(ctx: typer.Context) -> None:
     server_app(["serve", *ctx.args], prog_name="tau-server")
 
 
+def domain_tools(domain: Any, variant: str | None = None) -> dict[str, Any]:
+    """Each side's tool listing as `domain` prints it (the user side only if it has tools)."""
+    sides = {"agent": DOMAIN_DOC.tools(domain, "agent", variant)}
+    user = DOMAIN_DOC.tools(domain, "user", variant)
+    if user.tools:
+        sides["user"] = user
+    return sides
+
+
+async def _shown_by_domain_doc(domain: Any, view: View, variant: str | None) -> Any:
+    if view == "solo":
+        return None  # the command prints each side, not a solo agent's offer
+    listing = domain_tools(domain, variant).get(view)
+    return listing_as_shown(listing) if listing is not None else []
+
+
+#: `tau-harness domain NAME`: the tools of each side, printed with their parameters.
+DOMAIN_DOC = register_surface("tau-harness domain", ("agent", "user"), _shown_by_domain_doc)
+
+
 def domain_doc(
     name: str = typer.Argument(..., help=DOMAIN_HELP),
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+    retrieval_config: str = typer.Option(
+        None,
+        "--retrieval-config",
+        help="banking_knowledge: the retrieval config whose tools and policy are shown "
+        "(default: the reference's, alltools).",
     ),
     policy: bool = typer.Option(True, "--policy/--no-policy", help="Print the policy too."),
 ) -> None:
     """A domain's documentation in the terminal: its tasks, the tools of each side with their
     parameters, and its policy (the reference's `domain` serves it as a web page)."""
     from harness.play.terminal import signature
-    from servers.engine.tool_listing import tool_listing
 
     try:
         domain = load_domain(name, data_dir)
-        sides = {"agent": tool_listing(domain, "agent")}
-        if domain.spec.user_tools is not None:
-            sides["user"] = tool_listing(domain, "user")
-        text = domain.policy() if policy else None
+        variant = domain.resolve_variant(retrieval_config, None)  # banking: the default config
+        sides = domain_tools(domain, variant.name if variant is not None else None)
+        text = (
+            (variant.policy(None) if variant is not None else domain.policy()) if policy else None
+        )
     except (EngineError, ValueError) as exc:
         fail(str(exc))
     console.rule(f"{name} ({domain.data_dir})")
