@@ -18,6 +18,10 @@ DIST = "tau-mcp"
 
 def install_command(extra: str) -> str:
     """A shell command that adds `extra`'s packages to this installation."""
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "setup.py").is_file():
+        # running from a source tree (editable install or sys.path): install it with the extra
+        return f"{_python()} -m pip install -e {shlex.quote(f'{checkout}[{extra}]')}"
     try:
         dist = distribution(DIST)
     except PackageNotFoundError:  # modules on sys.path, not installed: this interpreter's pip

@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 from importlib.metadata import PackageNotFoundError
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,9 @@ class FakeDist:
 
 @pytest.fixture
 def installed(monkeypatch, tmp_path):
+    # as if the package ran from site-packages, not from this checkout
+    monkeypatch.setattr(install_hint, "__file__", str(tmp_path / "site" / "harness" / "x.py"))
+
     def set_up(dist, prefix=None):
         monkeypatch.setattr(install_hint, "distribution", lambda name: dist)
         monkeypatch.setattr(sys, "prefix", str(prefix or tmp_path / "venv"))
@@ -67,7 +71,14 @@ def test_uv_tool_and_uv_pip(installed, tmp_path):
     assert install_hint.install_command("ray") == f"uv pip install --python {PY} 'ray<3,>=2.40'"
 
 
-def test_not_installed(monkeypatch):
+def test_a_source_tree_installs_itself_with_the_extra():
+    root = Path(install_hint.__file__).resolve().parents[1]
+    assert install_hint.install_command("ray") == f"{PY} -m pip install -e '{root}[ray]'"
+
+
+def test_not_installed(monkeypatch, tmp_path):
+    monkeypatch.setattr(install_hint, "__file__", str(tmp_path / "site" / "harness" / "x.py"))
+
     def missing(name):
         raise PackageNotFoundError(name)
 
