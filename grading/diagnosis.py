@@ -37,7 +37,7 @@ CATEGORIES = (
 )
 SIDES = ("agent", "user", "infrastructure")
 INFRA = "infrastructure_error"
-LIMIT_ENDINGS = {"max_steps", "too_many_errors"}
+LIMIT_ENDINGS = {"max_steps", "too_many_errors", "timeout"}
 PROTOCOL_ENDINGS = {"agent_error": "agent", "user_error": "user"}
 STATE_COMPONENTS = {"DB", "ACTION", "ENV_ASSERTION"}
 #: Tool errors kept as examples per side.
@@ -381,7 +381,9 @@ def _categorize(out, missing, unexpected, messages, failed) -> tuple[str, str, s
         side = "agent"
         if termination == "too_many_errors" and errors["user"]["count"] > errors["agent"]["count"]:
             side = "user"
-        what = "step limit" if termination == "max_steps" else "limit on tool errors"
+        what = {"max_steps": "step limit", "timeout": "time limit"}.get(
+            termination, "limit on tool errors"
+        )
         return "limit_reached", side, f"The conversation hit the {what} ({termination})."
     if termination in PROTOCOL_ENDINGS:
         side = PROTOCOL_ENDINGS[termination]

@@ -41,6 +41,9 @@ class RunConfig:
     max_retries: int = 3
     enforce_protocol: bool = False
     retry_delay: float = 1.0
+    #: Seconds of wall-clock time a simulation may take (None: no limit); past it the
+    #: conversation ends with the termination 'timeout', as in the reference.
+    timeout: float | None = None
     judge: Judge | None = None
     save_to: Path | None = None
     #: `--auto-review`: the reference's LLM review of each simulation as it finishes.

@@ -89,6 +89,15 @@ def check_domain(document: dict[str, Any], domain: str, source: Any) -> None:
         raise ValueError(f"{source} holds simulations of domain '{recorded}', not '{domain}'")
 
 
+def recorded_domain(document: dict[str, Any], source: Any) -> str:
+    """The domain a results file's header records; a file without one needs --domain."""
+    info = document.get("info") or {}
+    recorded = (info.get("environment_info") or {}).get("domain_name")
+    if not isinstance(recorded, str) or not recorded:
+        raise ValueError(f"{source} does not record its domain; pass --domain")
+    return recorded
+
+
 def tasks_of(domain: Domain, document: dict[str, Any]) -> list[Any]:
     """The tasks a document's simulations were run on (those this domain knows)."""
     ids = {str(sim.get("task_id")) for sim in document["simulations"]}

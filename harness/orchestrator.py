@@ -36,6 +36,7 @@ class Termination(StrEnum):
     TOO_MANY_ERRORS = "too_many_errors"
     AGENT_ERROR = "agent_error"
     USER_ERROR = "user_error"
+    TIMEOUT = "timeout"
     INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
@@ -49,6 +50,9 @@ class Role(StrEnum):
 class Limits:
     max_steps: int = DEFAULT_MAX_STEPS
     max_errors: int = DEFAULT_MAX_ERRORS
+    #: Seconds of wall-clock time; checked between turns, as the reference checks it (a turn
+    #: under way is not cut short).
+    timeout: float | None = None
 
 
 @dataclass
@@ -109,6 +113,7 @@ class Orchestrator:
         self.sender: Role | None = None
         self.receiver: Role | None = None
         self.message: ChatMessage | list[ToolMessage] | None = None
+        self._started = time.perf_counter()  # reset when the run starts
 
     # --- setup ------------------------------------------------------------------------------
     async def _begin(self, history: list[Message]) -> None:
@@ -242,9 +247,16 @@ class Orchestrator:
             self._finish(Termination.MAX_STEPS)
         if self.errors >= self.limits.max_errors:
             self._finish(Termination.TOO_MANY_ERRORS)
+        timeout = self.limits.timeout
+        if timeout is not None and not self.done and self._elapsed() >= timeout:
+            self._finish(Termination.TIMEOUT)
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self._started
 
     async def run(self, history: list[Message]) -> Conversation:
         start_time, started = now(), time.perf_counter()
+        self._started = started
         await self._begin(history)
         if self.enforce_protocol:
             self._check_protocol()  # the task's history may end on a mixed message

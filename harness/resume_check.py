@@ -58,6 +58,7 @@ _SETTINGS: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("trials", ("num_trials",), None, True),
     ("max steps", ("max_steps",), None, True),
     ("max errors", ("max_errors",), None, True),
+    ("timeout", ("timeout",), None, True),
     ("communication protocol", ("enforce_communication_protocol",), None, True),
     ("retrieval config", ("retrieval_config",), None, True),
     ("retrieval config kwargs", ("retrieval_config_kwargs",), None, True),

@@ -13,13 +13,13 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.config import RunConfig, select_tasks, trial_seeds
+from harness.config import RunConfig, trial_seeds
 from harness.errors import ConfigError
 from harness.metrics import INFRA
 from harness.results import ResultsFile, check_tasks, load_results
 from harness.results_lock import results_lock
 from harness.resume_check import check_no_orphan_journal, check_resumable
-from harness.simulate import SimulationRunner
+from harness.simulate import SimulationRunner, TaskSelection
 from harness.task_group import gather_or_cancel
 from servers.engine.tasks import Task
 
@@ -46,6 +46,10 @@ class Runner:
         `executor` runs them (default: `simulations` itself, in this process)."""
         self.simulations = simulations
         self.executor: SimulationExecutor = executor if executor is not None else simulations
+        #: Known once the run starts (before `on_start`): the tasks it runs and leaves out, and
+        #: how many finished simulations a resumed run kept from its results file.
+        self.selection: TaskSelection | None = None
+        self.kept = 0
 
     @property
     def config(self) -> RunConfig:
@@ -67,18 +71,22 @@ class Runner:
         on_start: Callable[[int], None] | None = None,
     ) -> ResultsFile:
         config, simulations = self.config, self.simulations
-        tasks = select_tasks(simulations.domain, config)
+        self.selection = simulations.select()
+        tasks = self.selection.tasks
         simulations.user_guidelines()
+        info = simulations.info()
+        filtered = self.selection.header(config.agent)
+        if filtered is not None:
+            info["filtered_tasks"] = filtered
         results = ResultsFile(
-            config.save_to,
-            simulations.info(),
-            [t.model_dump(mode="json", exclude_none=True) for t in tasks],
+            config.save_to, info, [t.model_dump(mode="json", exclude_none=True) for t in tasks]
         )
         done: set[tuple[str, int]] = set()
         fresh = config.save_to is None or not Path(config.save_to).exists()
         if not fresh:
             domain = simulations.domain
             done = keep_finished(results, Path(config.save_to), domain.name, domain.tasks)
+            self.kept = len(done)
         seeds = trial_seeds(config.seed, config.num_trials)
         todo = [
             (task, trial)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from harness import redaction
 from harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from harness.agents.stop_tool import solo_stop_tool
 from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from harness.config import RunConfig
+from harness.config import RunConfig, select_tasks
 from harness.errors import ConfigError
 from harness.metrics import INFRA
 from harness.orchestrator import GREETING, Limits, Orchestrator
@@ -53,17 +55,35 @@ TASK_POLICY = "(the policy depends on the task: see each simulation's 'policy')"
 
 
 def _git_commit() -> str:
+    """The commit of the tau-mcp code that runs: its checkout's HEAD when it runs from one
+    (an editable install or the source tree), else the commit pip recorded when it installed
+    tau-mcp from a git URL, else "unknown". Never the commit of whatever repository the user
+    runs in, or keeps a virtualenv in."""
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / ".git").exists():
+        try:
+            out = subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=root,
+            )
+            return out.stdout.strip() or "unknown"
+        except (OSError, subprocess.SubprocessError):
+            return "unknown"
+    return _installed_commit()
+
+
+def _installed_commit() -> str:
+    from importlib.metadata import PackageNotFoundError, distribution
+
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
+        raw = distribution("tau-mcp").read_text("direct_url.json")
+        commit = json.loads(raw or "{}").get("vcs_info", {}).get("commit_id")
+    except (PackageNotFoundError, ValueError, AttributeError):
         return "unknown"
+    return commit if isinstance(commit, str) and commit else "unknown"
 
 
 def infrastructure_record(
@@ -116,6 +136,52 @@ async def with_retries(
         except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
             last_error = f"{type(exc).__name__}: {exc}"
     return infrastructure_record(task.id, trial, seed, last_error, config.max_retries + 1)
+
+
+@dataclass(frozen=True)
+class TaskSelection:
+    """The tasks a run will simulate: those the options select, less those its agent cannot
+    run (`Agent.cannot_run`), which are kept with the reason, as the reference filters a split
+    for its gt and solo agents."""
+
+    tasks: list[Task]
+    selected: int
+    filtered: dict[str, str] = field(default_factory=dict)  # task id -> what it lacks
+
+    def by_reason(self) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for task_id, reason in self.filtered.items():
+            grouped.setdefault(reason, []).append(task_id)
+        return grouped
+
+    def note(self, agent: str) -> str | None:
+        """One line for the terminal, or None when nothing was left out."""
+        if not self.filtered:
+            return None
+        reasons = "; ".join(
+            f"{len(ids)} {'has' if len(ids) == 1 else 'have'} {reason}: {_some(ids)}"
+            for reason, ids in self.by_reason().items()
+        )
+        return (
+            f"running {len(self.tasks)} of {self.selected} tasks: the {agent} agent cannot run "
+            f"{len(self.filtered)} ({reasons})"
+        )
+
+    def header(self, agent: str) -> dict[str, Any] | None:
+        """What the results header records about the left-out tasks (None: nothing was)."""
+        if not self.filtered:
+            return None
+        return {
+            "agent": agent,
+            "selected": self.selected,
+            "run": len(self.tasks),
+            "by_reason": self.by_reason(),
+        }
+
+
+def _some(ids: list[str], shown: int = 8) -> str:
+    head = ", ".join(ids[:shown])
+    return head if len(ids) <= shown else f"{head}, ... ({len(ids) - shown} more)"
 
 
 class SimulationRunner:
@@ -183,6 +249,28 @@ class SimulationRunner:
                 self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
 
+    # --- which tasks -------------------------------------------------------------------------
+    def select(self) -> TaskSelection:
+        """The run's tasks: the selected ones this run's agent can run. Refuses, in one
+        sentence, when it can run none of them."""
+        chosen = select_tasks(self.domain, self.config)
+        check = getattr(self.agent_factory, "cannot_run", None)
+        filtered = {}
+        if callable(check):
+            for task in chosen:
+                reason = check(task)
+                if reason:
+                    filtered[task.id] = reason
+        kept = [t for t in chosen if t.id not in filtered]
+        if chosen and not kept:
+            first = next(iter(filtered))
+            raise ConfigError(
+                f"the {self.config.agent} agent cannot run any of the {len(chosen)} selected "
+                f"tasks (task '{first}' has {filtered[first]}); choose tasks it can run, or "
+                "another agent"
+            )
+        return TaskSelection(kept, len(chosen), filtered)
+
     # --- what a results file says about the run ---------------------------------------------
     def info(self) -> dict[str, Any]:
         c = self.config
@@ -191,6 +279,7 @@ class SimulationRunner:
             "num_trials": c.num_trials,
             "max_steps": c.max_steps,
             "max_errors": c.max_errors,
+            "timeout": c.timeout,
             "user_info": {
                 "implementation": c.user,
                 "llm": c.user_llm,
@@ -314,7 +403,7 @@ class SimulationRunner:
             user,
             agent_session,
             user_session,
-            limits=Limits(self.config.max_steps, self.config.max_errors),
+            limits=Limits(self.config.max_steps, self.config.max_errors, self.config.timeout),
             solo=self.solo,
             user_tool_names={t.name for t in user_tools},
             agent_tool_names={t.name for t in agent_tools},

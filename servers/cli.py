@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from servers.auth import TOKEN_ENV, token_from_env
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.data import ENV_VAR as DATA_ENV
 from servers.engine.data import resolve_data_dir
 from servers.engine.domain import Domain
@@ -30,12 +31,15 @@ from servers.http_options import (
 )
 
 app = typer.Typer(
+    cls=PlainFlagsGroup,
     help="tau2 customer-service domains as MCP servers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,  # a crash report must not print the --token
 )
-config_app = typer.Typer(help="Print configuration snippets for MCP clients.", no_args_is_help=True)
+config_app = typer.Typer(
+    cls=PlainFlagsGroup, help="Print configuration snippets for MCP clients.", no_args_is_help=True
+)
 app.add_typer(config_app, name="config")
 
 

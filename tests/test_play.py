@@ -101,6 +101,59 @@ def test_json_call_bad_input_and_a_lost_game(tmp_path):
     child.expect(pexpect.EOF)
 
 
+def test_mistyped_calls_are_refused_and_asked_again(tmp_path):
+    """A call the person mistypes (unknown tool, wrong or missing argument, bad syntax) is refused
+    with the reason and the prompt comes back; it never reaches the customer as chat, so the
+    game goes on and is won. The customer's last words are shown before the grade."""
+    saved = tmp_path / "played.json"
+    child = _spawn(
+        [
+            "play",
+            "--domain",
+            "mock",
+            "--task-id",
+            "demo_create",
+            "--user",
+            "scripted",
+            "--data-dir",
+            str(DEMO),
+            "--save-to",
+            str(saved),
+        ],
+        tmp_path,
+    )
+    refused = {
+        "create_tsk(user_id='chidi', title='Book flights to Lagos')": (
+            "no tool named 'create_tsk' on your side; did you mean create_task?"
+        ),
+        "create_task(userid='chidi', title='Book flights to Lagos')": (
+            "create_task takes no argument 'userid'"
+        ),
+        "create_task(user_id='chidi')": "create_task needs 'title'",
+        "create_task(user_id='chidi', title='Book flights to Lagos'": "not sent",
+        "/sya hello": "unknown command /sya",
+    }
+    child.expect("agent> ")
+    for line, reason in refused.items():
+        child.sendline(line)
+        child.expect_exact(reason)
+        child.expect("agent> ")
+    child.sendline("create_task(user_id='chidi', title=\"Book flights to Lagos\")")
+    child.expect("result: ")
+    child.expect("agent> ")
+    child.sendline("Done: your item is on the list.")
+    child.expect_exact("customer: Thanks, that is all. [ends the conversation]")
+    child.expect("ending: user_stop - reward: 1.0")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    (sim,) = json.loads(saved.read_text())["simulations"]
+    sent = [m for m in sim["messages"] if m["role"] == "assistant"]
+    # Only the greeting, the one good call and the closing words went out.
+    assert [bool(m.get("tool_calls")) for m in sent] == [False, True, False]
+    assert not any("create_tsk" in (m.get("content") or "") for m in sim["messages"])
+
+
 def test_unknown_task_is_one_sentence(tmp_path):
     child = _spawn(
         ["play", "--domain", "mock", "--task-id", "nope", "--data-dir", str(DEMO)], tmp_path

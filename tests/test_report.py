@@ -16,6 +16,7 @@ from harness.cli import app
 from harness.report.stats import (
     bootstrap_mean,
     mcnemar_exact,
+    mcnemar_test,
     paired_difference,
     percentile_interval,
 )
@@ -63,11 +64,24 @@ def test_mcnemar_exact_values():
 def test_paired_difference_identical_and_different_runs():
     same = paired_difference([1.0, 0.0, 1.0, 1.0] * 5, [1.0, 0.0, 1.0, 1.0] * 5)
     assert same.difference.estimate == 0 and not same.significant
-    assert same.mcnemar_p == 1.0
     better = paired_difference([1.0] * 30, [1.0] * 10 + [0.0] * 20)
     assert better.significant and better.difference.estimate == pytest.approx(20 / 30)
-    assert better.mcnemar_p < 0.001
     assert "beats" in better.verdict("A", "B")
+
+
+def test_mcnemar_only_where_it_applies():
+    """Same tasks, one trial each, some discordant pair: the test; anything else: why not."""
+    a = {str(t): [True] for t in range(30)}
+    b = {str(t): [t < 10] for t in range(30)}
+    applies = mcnemar_test(a, b)
+    assert applies.p == pytest.approx(mcnemar_exact(20, 0)) and applies.p < 0.001
+    assert "20 solved by the first run only, 0 by the second only" in applies.note
+    same = mcnemar_test(a, dict(a))
+    assert same.p is None and "no task was solved by one run only" in same.note
+    fewer = mcnemar_test(a, {t: v for t, v in b.items() if t != "0"})
+    assert fewer.p is None and "finished different ones (30 and 29, 29 in both)" in fewer.note
+    trials = mcnemar_test({t: [True, False] for t in a}, {t: [True, True] for t in a})
+    assert trials.p is None and "up to 2 trials per task" in trials.note
 
 
 # --- constructed runs -----------------------------------------------------------------------
@@ -169,7 +183,6 @@ class _Values(HTMLParser):
 
 
 def test_report_html_holds_the_json_figures_and_needs_no_network(tmp_path):
-    pytest.importorskip("matplotlib", reason="the HTML chart needs the report extra (matplotlib)")
     outcomes = {str(t): [1.0, 1.0 if t % 2 else 0.0] for t in range(12)}
     outcomes["12"] = [1.0, None]  # an infrastructure error
     run = _write(tmp_path, "a.json", _document("model-a", outcomes))
@@ -223,10 +236,9 @@ def test_report_comparisons_identical_and_different_runs(tmp_path):
     assert md.exit_code == 0
     assert "| model | pass^1 | pass^2 | pass^3 | pass^4 | avg reward | cost/sim |" in md.output
     assert "beats" in md.output
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return  # the HTML half needs the report extra
+    # Two trials per task: McNemar's one-outcome pairing does not apply, and the report says so.
+    assert a_vs_b["mcnemar_p"] is None and "up to 2 trials per task" in a_vs_b["mcnemar_note"]
+    assert "McNemar's test is not shown" in md.output
     out = tmp_path / "cmp.html"
     assert runner.invoke(app, ["report", str(a), str(a2), "-o", str(out)]).exit_code == 0
     parser = _Values()
@@ -264,3 +276,54 @@ def test_view_exact_task_id_wins_and_only_failed(tmp_path):
     assert both.exit_code == 0, both.output
     assert "v.json" in both.output and "w.json" in both.output
     assert "success rate" in both.output
+
+
+def test_html_report_draws_its_chart_without_matplotlib(tmp_path):
+    """The base install has no plotting library: the pass^k chart is tau-mcp's own SVG, one
+    point per run and k at the figure the JSON holds."""
+    import subprocess
+    import sys
+
+    a = _write(
+        tmp_path, "a.json", _document("model-a", {str(t): [1.0, t % 3 and 1.0] for t in range(9)})
+    )
+    b = _write(tmp_path, "b.json", _document("model-b", {str(t): [1.0, 0.0] for t in range(9)}))
+    out = tmp_path / "r.html"
+    blocker = (
+        "import sys; sys.modules['matplotlib'] = None; "  # any import of it fails
+        "from harness.cli import app; app()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker, "report", str(a), str(b), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = out.read_text()
+    summary = json.loads(
+        CliRunner().invoke(app, ["report", str(a), str(b), "--format", "json"]).output
+    )
+    chart = html[html.index('<svg class="pass-hat-chart"') :]
+    chart = chart[: chart.index("</svg>")]
+    for run in summary["runs"]:
+        group = chart[chart.index(f'data-label="{run["label"]}"') :]
+        group = group[: group.index("</g>")]
+        drawn = dict(re.findall(r'data-k="(\d+)" data-value="([\d.]+)"', group))
+        assert drawn.keys() == run["pass_hat"].keys()
+        for k, point in run["pass_hat"].items():
+            assert float(drawn[k]) == pytest.approx(point["value"] * 100, abs=1e-4)
+    assert "<polygon" in chart  # the confidence bands
+
+
+def test_view_lists_tasks_in_natural_order(tmp_path):
+    doc = _document("m", {"10": [1.0], "2": [0.0], "1": [1.0], "task_10": [1.0], "task_9": [0.0]})
+    doc["simulations"].reverse()
+    path = _write(tmp_path, "order.json", doc)
+    result = CliRunner().invoke(app, ["view", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    tasks_part, sims_part = result.output.split("Simulations", 1)
+    tasks_part = tasks_part[tasks_part.rindex("Tasks") :]
+    in_order = ["1", "2", "10", "task_9", "task_10"]
+    assert re.findall(r"^│ (\S+) +│", tasks_part, re.M) == in_order
+    assert re.findall(r"^│ \S+ +│ (\S+) +│", sims_part, re.M) == in_order

@@ -51,6 +51,13 @@ class Agent:
         self.context = context
         self.history: list[Message] = []
 
+    @classmethod
+    def cannot_run(cls, task: Task) -> str | None:
+        """Why this agent cannot run `task`, as what the task has ("no gold actions"), or None
+        when it can. A run leaves such tasks out and says how many, as the reference filters a
+        split for its gt and solo agents."""
+        return None
+
     def start(self, history: list[Message]) -> None:
         """Called once with the conversation so far (from the task's initial state, else the
         greeting); keeps only what the agent itself could have seen."""

@@ -13,6 +13,7 @@ from conversation.plan import describe, gold_actions
 from harness.agents.base import AgentContext
 from harness.agents.llm_agent import LLMAgent, conversation_prompt
 from servers.engine.domain import Domain
+from servers.engine.tasks import Task
 from servers.surfaces import ShownTool, View, from_openai, register_surface
 
 OWN_STEPS_HEADING = "# Resolution steps (do or ask the customer to do these, in order)"
@@ -30,11 +31,17 @@ class GTAgent(LLMAgent):
     implementation = "gt"
 
     def __init__(self, context: AgentContext) -> None:
-        if not gold_actions(context.task):
+        reason = self.cannot_run(context.task)
+        if reason:
             raise ValueError(
-                f"task '{context.task.id}' has no gold actions, so the gt agent cannot run it"
+                f"task '{context.task.id}' has {reason}, so the gt agent cannot run it"
             )
         super().__init__(context)
+
+    @classmethod
+    def cannot_run(cls, task: Task) -> str | None:
+        """The steps are the gold actions: a task with none gives the agent nothing to follow."""
+        return None if gold_actions(task) else "no gold actions"
 
     def system_prompt(self) -> str:
         if self.texts is not None:

@@ -7,6 +7,7 @@ from conversation.messages import STOP, ChatMessage
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.backends import ToolInfo
 from servers.engine.domain import Domain
+from servers.engine.tasks import Task
 from servers.surfaces import ShownTool, View, from_openai, register_surface
 
 CONVERSATION_GUIDANCE = """\
@@ -82,8 +83,9 @@ class SoloAgent(LLMAgent):
     solo = True
 
     def __init__(self, context: AgentContext) -> None:
-        if not context.task.ticket and context.task.initial_state is None:
-            raise ValueError(f"task '{context.task.id}' has no ticket, so it cannot run solo")
+        reason = self.cannot_run(context.task)
+        if reason:
+            raise ValueError(f"task '{context.task.id}' has {reason}, so it cannot run solo")
         super().__init__(context)
         rules = self.texts.section("solo_agent") if self.texts is not None else {}
         self.done_name = rules.get("stop_function_name", DONE_TOOL)
@@ -99,6 +101,24 @@ class SoloAgent(LLMAgent):
                 {"type": "object", "properties": {}},
             ).openai_schema()
         self.tool_schemas = [*self.tool_schemas, done]
+
+    @classmethod
+    def cannot_run(cls, task: Task) -> str | None:
+        """The reference's rule for its solo agent: a task that starts from a history may hold
+        only the agent's tool calls and their results (no customer, no text from the agent);
+        any other needs a ticket and gold actions to be graded against."""
+        if task.initial_state is not None:
+            for message in task.initial_state.message_history or []:
+                if message.role == "user":
+                    return "a starting history with the customer's messages"
+                if message.role == "assistant" and message.tool_calls is None:
+                    return "a starting history with the agent's text messages"
+            return None
+        if not task.ticket:
+            return "no ticket"
+        if task.evaluation_criteria is None or not task.evaluation_criteria.actions:
+            return "no gold actions"
+        return None
 
     def system_prompt(self) -> str:
         if self.texts is not None:

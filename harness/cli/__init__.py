@@ -26,10 +26,13 @@ from harness.cli import (
     run,
     serve,
     submit,
+    tau2,
     view,
 )
+from servers.cli_help import PlainFlagsGroup
 
 app = typer.Typer(
+    cls=PlainFlagsGroup,
     help="Run and grade tau2 simulations against tau-mcp servers.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # a crash report must not print model args (keys)
@@ -70,6 +73,14 @@ app.add_typer(submit.submit_app, name="submit")
 app.command()(leaderboard.leaderboard)
 app.command("convert-results")(convert.convert_results)
 app.command()(presets.presets)
+app.command("domain")(tau2.domain_doc)
+app.command()(tau2.intro)
+# The reference's names for what the commands above do (docs/from-tau2.md).
+app.command("evaluate-trajs")(tau2.evaluate_trajs)
+app.command(
+    "check-data", help="Check the data folder against the pinned reference release (= data verify)."
+)(data.verify)
+app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(tau2.start)
 
 
 def main() -> None:  # pragma: no cover

@@ -7,11 +7,14 @@ from pathlib import Path
 import typer
 
 from harness.reference_texts.build import find_python, generate_reference_texts
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.data import is_demo, resolve_data_dir
 from servers.engine.errors import DataError
 from servers.engine.pins import default_cache_dir, fetch_reference, load_pins, verify_data_dir
 
-data_app = typer.Typer(help="Get and check the reference benchmark data.", no_args_is_help=True)
+data_app = typer.Typer(
+    cls=PlainFlagsGroup, help="Get and check the reference benchmark data.", no_args_is_help=True
+)
 
 
 @data_app.command("fetch")
@@ -35,9 +38,9 @@ def fetch(
 ) -> None:
     """Download the pinned reference release's data, generate its reference texts, and verify
     every file against the pins."""
-    target = dest or default_cache_dir()
-    pins = load_pins()
     try:
+        pins = load_pins()
+        target = dest or default_cache_dir(pins)
         generate = None
         if texts:
             interpreter = find_python(pins, python)

@@ -28,19 +28,35 @@ from servers.engine.errors import EngineError
 
 
 def evaluate(
-    domain: str = typer.Option(..., "--domain"),
+    domain: str = typer.Option(
+        None,
+        "--domain",
+        "-d",
+        help="Domain of the simulations (default: the one the results file records; needed "
+        "for a bare list of simulations).",
+    ),
     input: Path = typer.Option(
         ..., "--input", help="A results file or a JSON list of simulations."
     ),
     save_to: Path = typer.Option(..., "--save-to", help="Where to write the re-graded results."),
-    data_dir: Path = typer.Option(None, "--data-dir"),
+    data_dir: Path = typer.Option(
+        None,
+        "--data-dir",
+        help="Benchmark data folder whose tasks grade the simulations (default $TAU2_DATA_DIR).",
+    ),
     judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
-    judge_llm_args: str = typer.Option(None, "--judge-llm-args"),
+    judge_llm_args: str = typer.Option(
+        None, "--judge-llm-args", help="JSON arguments laid over the judge's default ones."
+    ),
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+    server_token: str = typer.Option(
+        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token for --server."
+    ),
+    max_concurrency: int = typer.Option(
+        8, "--max-concurrency", min=1, help="Simulations replayed and graded at once."
+    ),
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
@@ -53,12 +69,13 @@ def evaluate(
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from conversation.reference_texts import reference_texts
-    from harness.evaluate import check_domain, tasks_of
+    from harness.evaluate import check_domain, recorded_domain, tasks_of
     from harness.evaluate_output import refuse_unfinished_run, write_regraded
 
     judge = judge_option(judge_llm, judge_llm_args)
     try:
         document = load_results(input)
+        domain = domain or recorded_domain(document, input)
         check_domain(document, domain, input)
         loaded = load_domain(domain, data_dir)
         if judge is not None and needs_judge(tasks_of(loaded, document)):

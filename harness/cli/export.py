@@ -15,10 +15,13 @@ from harness.cli.common import (
     retrieval_kwargs_option,
     split_ids,
 )
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.errors import EngineError
 
 export_app = typer.Typer(
-    help="Export tasks as other evaluation frameworks' datasets.", no_args_is_help=True
+    cls=PlainFlagsGroup,
+    help="Export tasks as other evaluation frameworks' datasets.",
+    no_args_is_help=True,
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,35 @@ from harness.cli.common import (
 from harness.errors import ConfigError
 from harness.report import print_grade
 from harness.results import ResultsError
+from servers.domains.registry import DOMAIN_NAMES
 from servers.engine.errors import EngineError
 
 
+def ask(what: str, choices: list[str]) -> str:
+    """The reference's `tau2 play` asks for what it needs; so does this, at a terminal."""
+    if not sys.stdin.isatty():
+        fail(f"give the {what} (--{what.replace(' ', '-')}); there is no terminal to ask at")
+    shown = ", ".join(choices[:30]) + (
+        f", ... ({len(choices) - 30} more)" if len(choices) > 30 else ""
+    )
+    console.print(f"{what}s: {shown}", highlight=False)
+    while True:
+        try:
+            answer = console.input(f"{what}> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            fail("play abandoned: no simulation was graded")
+        if answer in choices:
+            return answer
+        console.print(f"[red]no {what} '{answer}'[/] (one of the above)", highlight=False)
+
+
 def play(
-    domain: str = typer.Option(..., "--domain", help=DOMAIN_HELP),
-    task_id: str = typer.Option(..., "--task-id", help="The task to play."),
+    domain: str = typer.Option(
+        None, "--domain", "-d", help=DOMAIN_HELP + " Asked for when left out."
+    ),
+    task_id: str = typer.Option(
+        None, "--task-id", help="The task to play (asked for when left out)."
+    ),
     side: str = typer.Option("agent", "--as", help="Your side: agent or user."),
     agent: str = typer.Option("llm", help="When you play the user: the llm or oracle agent."),
     agent_llm: str = typer.Option(DEFAULT_LLM, "--agent-llm"),
@@ -55,7 +79,7 @@ def play(
 
     other = user if side == "agent" else agent
     settings = PlaySettings(
-        task_id=task_id,
+        task_id=task_id or "",
         side=side,
         other=other,
         other_llm=user_llm if side == "agent" else agent_llm,
@@ -76,7 +100,9 @@ def play(
             await backend.close()
 
     try:
+        domain = domain or ask("domain", list(DOMAIN_NAMES))
         loaded = load_domain(domain, data_dir)
+        settings.task_id = task_id or ask("task id", list(loaded.task_ids(None)))
         sim = asyncio.run(go(loaded))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         fail(str(exc))

@@ -40,6 +40,21 @@ def review(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Data folder with the reference texts (default $TAU2_DATA_DIR)."
     ),
+    show_details: bool = typer.Option(
+        False, "--show-details", help="Print each simulation's review after the counts."
+    ),
+    interruption_enabled: bool = typer.Option(
+        False,
+        "--interruption-enabled",
+        help="The reference's option for voice (full-duplex) runs, which tau-mcp does not "
+        "have: refused.",
+    ),
+    log_llm: bool = typer.Option(
+        False,
+        "--log-llm",
+        help="The reference's option to log each review call; tau-mcp keeps each review, its "
+        "cost and usage in the output file instead (ignored, with a note).",
+    ),
 ) -> None:
     """Review simulations with an LLM the way the reference's `tau2 review` does: errors of the
     agent and of the user simulator with severities, and the authentication outcome. The
@@ -48,6 +63,12 @@ def review(
     from harness.review import Reviewer, ReviewSettings, default_output, review_document
     from servers.engine.data import resolve_data_dir
 
+    if interruption_enabled:
+        fail(
+            "tau-mcp has no voice (full-duplex) mode, so no simulation was interrupted; drop --interruption-enabled"
+        )
+    if log_llm:
+        typer.echo("note: --log-llm ignored: each review is saved in the output file", err=True)
     target = output or default_output(file)
     try:
         document = load_results(file)
@@ -87,6 +108,11 @@ def review(
     except OSError as exc:
         fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
     _print_outcome(outcome, reviewer.mode, reviewer.model, target)
+    if show_details:
+        from harness.report.console import print_review
+
+        for sim in outcome.document["simulations"]:
+            print_review(console, sim)
 
 
 def _print_outcome(outcome, mode: str, model: str, target: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,15 @@ from harness.cli.common import (
     split_ids,
 )
 from harness.cli.review import REVIEW_LLM_HELP
-from harness.config import DEFAULT_SEED, RunConfig, select_tasks
+from harness.cli.tau2_options import (
+    Tau2OptionError,
+    agent_name,
+    apply_log_level,
+    check_persona,
+    read_extra_args,
+    user_name,
+)
+from harness.config import DEFAULT_SEED, RunConfig
 from harness.distributed.limits import parse_provider_limits
 from harness.errors import ConfigError, ServerGone
 from harness.metrics import INFRA, is_success
@@ -55,8 +64,9 @@ from harness.simulate import SimulationRunner
 from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 
-#: Extra arguments are `--task-ids a b c` as the reference's CLI takes them.
-CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": False}
+#: Extra arguments are `--task-ids a b c` as the reference's CLI takes them, and the reference's
+#: voice and log options (harness.cli.tau2_options sorts them out).
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
@@ -69,7 +79,7 @@ _FROM = (
 
 def run(
     ctx: typer.Context,
-    domain: str = typer.Option(None, "--domain", help=DOMAIN_HELP),
+    domain: str = typer.Option(None, "--domain", "-d", help=DOMAIN_HELP),
     preset: str = typer.Option(
         None,
         "--preset",
@@ -81,13 +91,19 @@ def run(
     ),
     agent: str = typer.Option(
         "llm",
-        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class.",
+        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class "
+        "(the reference's llm_agent, llm_agent_gt and llm_agent_solo name ours).",
     ),
     agent_cmd: str = typer.Option(
         None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
     ),
     timeout: float = typer.Option(
-        None, "--timeout", help="With --agent cmd: seconds a program may take per simulation."
+        None,
+        "--timeout",
+        min=0,
+        help="Seconds of wall-clock time per simulation; past it the conversation ends "
+        "(ending 'timeout', reward 0), as in the reference. With --agent cmd, also how long "
+        "the program may run.",
     ),
     agent_llm: str = typer.Option(
         None,
@@ -100,7 +116,11 @@ def run(
         help="JSON object; replaces (does not merge into) the default "
         f"{json.dumps(_DEFAULTS.agent_llm_args)}, {_FROM}.",
     ),
-    user: str = typer.Option("llm", help="llm, scripted or dummy (solo runs)."),
+    user: str = typer.Option(
+        "llm",
+        help="llm, scripted or dummy (solo runs); the reference's user_simulator and dummy_user "
+        "name ours.",
+    ),
     user_llm: str = typer.Option(
         None,
         "--user-llm",
@@ -112,7 +132,9 @@ def run(
         help="JSON object; replaces (does not merge into) the default "
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
-    task_split: str = typer.Option("base", "--task-split", help="Task split to draw tasks from."),
+    task_split: str = typer.Option(
+        "base", "--task-split", "--task-split-name", help="Task split to draw tasks from."
+    ),
     task_set_name: str = typer.Option(
         None,
         "--task-set-name",
@@ -130,6 +152,9 @@ def run(
     max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
     max_retries: int = typer.Option(
         3, "--max-retries", min=0, help="Retries of infrastructure failures."
+    ),
+    retry_delay: float = typer.Option(
+        1.0, "--retry-delay", min=0, help="Seconds to wait before retrying a failed simulation."
     ),
     judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
     judge_llm_args: str = typer.Option(
@@ -185,6 +210,23 @@ def run(
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    auto_resume: bool = typer.Option(
+        False,
+        "--auto-resume",
+        help="The reference's spelling; tau-mcp always resumes an existing --save-to file "
+        "without asking (and refuses one written with other settings).",
+    ),
+    user_persona: str = typer.Option(
+        None,
+        "--user-persona",
+        help="The reference's JSON persona option: read and, as in the reference (1.0.1), "
+        "not used.",
+    ),
+    log_level: str = typer.Option(
+        None,
+        "--log-level",
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL: tau-mcp's and litellm's logs.",
+    ),
 ) -> None:
     """Run simulations, grade them and save the results."""
     if preset is not None:
@@ -195,13 +237,23 @@ def run(
         fail(
             "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
         )
-    if ctx.args:
+    try:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
-        # here. Anything else left over is a mistake worth one clear sentence.
+        # in ctx.args, with the reference's voice and log options (noted, not used).
+        extra = read_extra_args(ctx.args, [o for p in ctx.command.params for o in p.opts])
+        agent, user = agent_name(agent), user_name(user)
+        check_persona(user_persona)
+        apply_log_level(log_level)
+    except Tau2OptionError as exc:
+        fail(str(exc))
+        return
+    if extra.task_ids:
         if not task_ids:
-            fail(f"unexpected arguments: {' '.join(ctx.args)}")
+            fail(f"unexpected arguments: {' '.join(extra.task_ids)}")
             return
-        task_ids = [*task_ids, *ctx.args]
+        task_ids = [*task_ids, *extra.task_ids]
+    for note in extra.notes:
+        typer.echo(note, err=True)
     if save_to is None:
         save_to = _default_results_path(domain, agent, user)
     config = RunConfig(
@@ -221,6 +273,8 @@ def run(
         max_steps=max_steps,
         max_errors=max_errors,
         max_retries=max_retries,
+        retry_delay=retry_delay,
+        timeout=timeout,
         enforce_protocol=enforce_protocol,
         judge=judge_option(judge_llm, judge_llm_args),
         save_to=save_to,
@@ -313,11 +367,12 @@ def simulations_for(
             raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
         from harness.serve.channel import OutsideAgent
 
+        # --timeout bounds the program (harness.serve.command), which then ends the
+        # conversation from the agent's side and has it graded (docs/serve.md)
+        config = replace(config, timeout=None)
         return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
     if agent_cmd:
         raise ConfigError("--agent-cmd goes with --agent cmd")
-    if timeout is not None:
-        raise ConfigError("--timeout applies to --agent cmd runs only")
     return SimulationRunner(backend, domain, config)
 
 
@@ -336,7 +391,8 @@ async def _run(
     pool = None
     try:
         simulations = simulations_for(backend, domain, config, agent_cmd, timeout)
-        tasks = select_tasks(domain, config)  # bad task ids fail here, before any output
+        # bad task ids (or none the agent can run) fail here, before any output
+        tasks = simulations.select().tasks
         # so does a missing API key (for the models as resolved: defaults filled in). When the
         # agent or user calls a model, every simulation starts with a model request: the check
         # waits for the first one, so start-up does not import litellm. Otherwise (only the
@@ -408,7 +464,7 @@ def _run_with_workers(
             "simulation); leave --workers out"
         )
     simulations = simulations_for(NoBackend(), domain, config, agent_cmd, timeout)  # type: ignore[arg-type]
-    tasks = select_tasks(domain, config)
+    tasks = simulations.select().tasks
     count = min(count or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials)
     if count <= 1:  # nothing to share out: the usual single-process run
         return asyncio.run(
@@ -427,6 +483,21 @@ def _run_with_workers(
         return asyncio.run(_drive(Runner(simulations, pool), domain, config))
     finally:
         pool.close()
+
+
+def start_notes(runner: Runner, config: RunConfig, todo: int) -> list[str]:
+    """What a run says before its first simulation: the tasks its agent cannot run (left out,
+    as the reference leaves them out), and what a resumed run kept."""
+    notes = []
+    note = runner.selection.note(config.agent) if runner.selection else None
+    if note:
+        notes.append(f"{note}; the results header lists them (filtered_tasks)")
+    if runner.kept:
+        notes.append(
+            f"resuming {config.save_to}: kept {runner.kept} finished simulation"
+            f"{'' if runner.kept == 1 else 's'}, {todo} to run"
+        )
+    return notes
 
 
 async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict[str, Any]]:
@@ -453,10 +524,13 @@ async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict
                 infra += 1
             progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
 
+        def on_start(todo: int) -> None:
+            for line in start_notes(runner, config, todo):
+                progress.console.print(line, markup=False, highlight=False)
+            progress.update(bar, total=todo, visible=True)
+
         try:
-            results = await runner.run(
-                on_done, lambda todo: progress.update(bar, total=todo, visible=True)
-            )
+            results = await runner.run(on_done, on_start)
         except ConfigError:
             # The run stops before it did anything (say, a missing key found as the first
             # model request went out): the error alone, no empty bar.

@@ -10,11 +10,13 @@ import typer
 
 from harness.cli.common import console, fail
 from harness.leaderboard.schema import SchemaError
-from harness.results import ResultsError
+from harness.results import ResultsError, load_results
 from harness.results_layouts import LayoutError
+from servers.cli_help import PlainFlagsGroup
 from servers.engine.errors import EngineError
 
 submit_app = typer.Typer(
+    cls=PlainFlagsGroup,
     help="Leaderboard submissions: prepare a folder from results files, validate a folder.",
     no_args_is_help=True,
 )
@@ -94,6 +96,11 @@ def prepare(
         "--no-verify",
         help="Skip the trajectory checks (base split, trial counts, 4+ trials, no errors).",
     ),
+    voice: bool = typer.Option(
+        False,
+        "--voice",
+        help="The reference's voice-submission mode; tau-mcp has no voice runs: refused.",
+    ),
     interactive: bool = typer.Option(
         False, "--interactive", help="Ask for each value at a prompt (defaults as resolved)."
     ),
@@ -104,6 +111,9 @@ def prepare(
 ) -> None:
     """Make the board's submission folder (submission.json + trajectories/) from results files."""
     from harness.leaderboard import submission as sub
+
+    if voice:
+        fail("tau-mcp has no voice (full-duplex) runs to submit; drop --voice")
 
     try:
         runs = sub.load_runs(results)
@@ -242,3 +252,41 @@ def validate(
     if not report.ok:
         fail(f"{folder} is not a valid submission ({len(report.errors)} problem(s))")
     console.print(f"{folder} is a valid submission")
+
+
+@submit_app.command("verify-trajs")
+def verify_trajs(
+    paths: list[str] = typer.Argument(
+        ..., help="Results files, folders of them, or glob patterns."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
+    ),
+) -> None:
+    """Check results files one by one as a submission's trajectories are checked: the domain's
+    base split, every trial of every task, 4+ trials, no infrastructure errors (the
+    reference's `submit verify-trajs`)."""
+    from harness.cli.tau2 import expand_paths
+    from harness.leaderboard.rules import Run, verify_run
+
+    files, nothing = expand_paths(paths)
+    bad = list(nothing)
+    for raw in nothing:
+        typer.echo(f"error: no such file: {raw}", err=True)
+    for path in files:
+        try:
+            run = Run(path, load_results(path))
+            if run.domain is None:
+                raise ResultsError(f"{path} does not record its domain")
+            problems = verify_run(run, data_dir)
+        except (ResultsError, EngineError, ValueError) as exc:
+            problems = [str(exc)]
+        if problems:
+            bad.append(str(path))
+            for problem in problems:
+                typer.echo(f"error: {problem}", err=True)
+        else:
+            console.print(f"[green]ok[/green] {path}", highlight=False)
+    if bad:
+        fail(f"{len(bad)} of {len(files) + len(nothing)} file(s) fail the checks")
+    console.print(f"all {len(files)} file(s) pass the checks")

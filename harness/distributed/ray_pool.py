@@ -28,7 +28,6 @@ from harness.wiring import load_domain, open_backend
 from servers.engine.errors import EngineError
 from servers.engine.tasks import Task
 
-INSTALL_HINT = "Ray is not installed: pip install 'tau-mcp[ray]' (or pip install ray)"
 LEASE_TIMEOUT_S = 900.0
 
 
@@ -36,7 +35,11 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(f"--ray needs Ray. {INSTALL_HINT}") from None
+        from harness.install_hint import install_command
+
+        raise ConfigError(
+            f"--ray needs Ray, which is not installed: {install_command('ray')}"
+        ) from None
     return ray
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from conversation.messages import STOP
 from harness.backends import EpisodeBackend
 from harness.config import RunConfig, select_tasks
 from harness.errors import ConfigError
@@ -78,4 +79,24 @@ async def play(
     HumanAgent.terminal = HumanUser.terminal = terminal
     runner = Runner(SimulationRunner(backend, domain, play_config(domain, settings)))
     results = await runner.run()
-    return results.simulations[-1]
+    sim = results.simulations[-1]
+    show_ending(terminal, sim.get("messages") or [], settings.side)
+    return sim
+
+
+def show_ending(terminal: Terminal, messages: list[dict[str, Any]], side: str) -> None:
+    """What came after the person's last turn, which no prompt showed them: the other side's
+    last words (often what ended the conversation), and results of the person's own calls.
+    As during play, the other side's tool calls stay out of sight."""
+    mine = "assistant" if side == "agent" else "user"
+    last = max((i for i, m in enumerate(messages) if m.get("role") == mine), default=-1)
+    other, style = ("customer", "green") if side == "agent" else ("agent", "cyan")
+    for message in messages[last + 1 :]:
+        content = message.get("content") or ""
+        if message.get("role") == "tool":
+            if message.get("requestor") == mine:
+                flag = " (error)" if message.get("error") else ""
+                terminal.show(f"result{flag}", "yellow", content)
+        elif content:
+            ended = " [ends the conversation]" if STOP in content else ""
+            terminal.show(other, style, f"{content.replace(STOP, '').strip()}{ended}".strip())

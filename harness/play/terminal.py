@@ -3,8 +3,12 @@ typed at the terminal. Tool calls are typed function-style or as JSON; `/tools` 
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import difflib
 import itertools
+import re
+from collections.abc import Collection
 from typing import Any
 
 from rich.console import Console
@@ -68,9 +72,60 @@ class Terminal:
 
 HELP = (
     "Type a message, or a tool call: name(arg='x', n=2) or "
-    '{"name": "...", "arguments": {...}}. /tools lists tools, /stop ends the conversation, '
-    "/help shows this."
+    '{"name": "...", "arguments": {...}}. /tools lists tools, /say TEXT sends TEXT as a message '
+    "even if it looks like a call, /stop ends the conversation, /help shows this."
 )
+
+# A line that starts like a call: a name, then an opening parenthesis.
+_CALL_START = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)(\s*)\(")
+
+
+def meant_as_call(line: str, names: Collection[str]) -> bool:
+    """Whether the person meant `line` as a tool call: JSON, or `name(...` where the name is a
+    tool's, close to one or written like one (`snake_case`), or touches its parenthesis in a
+    line that ends with `)`. "Hello (again)" stays a message."""
+    if line.lstrip().startswith("{"):
+        return True
+    match = _CALL_START.match(line)
+    if match is None:
+        return False
+    name, gap = match.group(1), match.group(2)
+    if name in names or "_" in name or close_names(name, names):
+        return True
+    return not gap and line.rstrip().endswith(")")
+
+
+def unreadable_call(line: str) -> str:
+    """Why a line that starts like a call is not one."""
+    try:
+        ast.parse(line.strip(), mode="eval")
+    except SyntaxError as exc:
+        return f"cannot read the call: {exc.msg}"
+    return "cannot read the call: write it as name(arg='value', n=2)"
+
+
+def close_names(name: str, names: Collection[str]) -> list[str]:
+    return difflib.get_close_matches(name, list(names), n=1, cutoff=0.75)
+
+
+def call_problem(name: str, arguments: dict[str, Any], tools: list[ToolInfo]) -> str | None:
+    """Why this typed call cannot be sent (no such tool, an argument it does not take, one it
+    needs missing), or None. A value of the wrong type goes through: the tool itself answers."""
+    tool = next((t for t in tools if t.name == name), None)
+    if tool is None:
+        hint = close_names(name, [t.name for t in tools])
+        guess = f"; did you mean {hint[0]}?" if hint else ""
+        return f"no tool named '{name}' on your side{guess} (/tools lists them)"
+    schema = tool.input_schema or {}
+    known = schema.get("properties") or {}
+    unknown = [a for a in arguments if a not in known]
+    if unknown and schema.get("additionalProperties") is not True:
+        takes = ", ".join(known) or "no arguments"
+        return f"{name} takes no argument '{unknown[0]}' (it takes: {takes})"
+    missing = [a for a in schema.get("required") or [] if a not in arguments]
+    if missing:
+        return f"{name} needs {', '.join(repr(a) for a in missing)}: {signature(tool)}"
+    return None
 
 
 async def typed_turn(
@@ -81,7 +136,9 @@ async def typed_turn(
     ids: itertools.count,
     extra: dict[str, str] | None = None,
 ) -> ChatMessage:
-    """One turn typed by the person: a message, a tool call, or /stop."""
+    """One turn typed by the person: a message, a tool call, or /stop. A call that cannot be
+    sent is refused with the reason and the person types again: it never goes out as a
+    message."""
     names = {t.name for t in tools}
     while True:
         line = (await terminal.read(prompt)).strip()
@@ -98,16 +155,25 @@ async def typed_turn(
             continue
         if line == "/stop":
             return ChatMessage(role=role, content=STOP, cost=0.0)  # type: ignore[arg-type]
-        try:
-            call = parse_tool_call(line, names)
-        except ActionError as exc:
-            terminal.console.print(f"[red]{escape(str(exc))}[/]")
+        if line.startswith("/say "):
+            return ChatMessage(role=role, content=line[5:].strip(), cost=0.0)  # type: ignore[arg-type]
+        if line.startswith("/"):
+            terminal.console.print(f"[red]unknown command {escape(line.split()[0])} (/help)[/]")
             continue
-        if call is None:
+        if not meant_as_call(line, names):
             return ChatMessage(role=role, content=line, cost=0.0)  # type: ignore[arg-type]
+        try:
+            call = parse_tool_call(line)
+        except ActionError as exc:
+            terminal.console.print(f"[red]not sent: {escape(str(exc))}[/]")
+            continue
+        if call is None:  # the start of a call, but not a whole one
+            terminal.console.print(f"[red]not sent: {escape(unreadable_call(line))}[/]")
+            continue
         name, arguments = call
-        if name not in names:
-            terminal.console.print(f"[red]no tool named '{escape(name)}' on your side (/tools)[/]")
+        problem = call_problem(name, arguments, tools)
+        if problem:
+            terminal.console.print(f"[red]not sent: {escape(problem)}[/]")
             continue
         requestor: Any = "user" if role == "user" else "assistant"
         tool_call = ToolCall(

@@ -29,13 +29,9 @@ def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | Non
 
         text = render(report)
     else:
-        from harness.report.chart import ChartUnavailable
         from harness.report.html import render
 
-        try:
-            text = render(report, [doc["simulations"] for _, doc in documents])
-        except ChartUnavailable as exc:
-            raise ReportError(str(exc)) from None
+        text = render(report, [doc["simulations"] for _, doc in documents])
         output = output or Path("report.html")
     if output is None:
         sys.stdout.write(text)

@@ -1,71 +1,105 @@
-"""The pass^k chart: one curve per run with its 95% band, drawn by matplotlib as inline SVG.
-
-matplotlib is the `report` extra; the chart is the only part of the report that needs it.
-"""
+"""The pass^k chart: one curve per run with its 95% band, drawn as inline SVG by hand (as the
+failures chart in `bars.py` is), so the HTML report needs nothing beyond the core install."""
 
 from __future__ import annotations
 
-import io
-import re
+from html import escape
 from typing import Any
 
-
-class ChartUnavailable(RuntimeError):
-    pass
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ChartUnavailable(
-            "the HTML report draws its chart with matplotlib: pip install 'tau-mcp[report]'"
-        ) from None
-    return plt
+# Colours that stay apart for the usual handful of runs (then they repeat).
+COLOURS = ("#4c8bf5", "#e5534b", "#2da44e", "#bf8700", "#8250df", "#1b7c83", "#cf222e", "#57606a")
+WIDTH, HEIGHT = 700, 360
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 48  # room for the axes' labels
+LEGEND_ROW = 18
 
 
 def pass_hat_svg(runs: list[dict[str, Any]]) -> str:
-    """An SVG element (no XML prolog, no namespace URLs, no metadata) to inline in HTML."""
-    plt = _pyplot()
-    plt.rcParams["svg.fonttype"] = "none"  # keep text as text: smaller, selectable
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
-    try:
-        for run in runs:
-            ks = sorted(int(k) for k in run["pass_hat"])
-            if not ks:
-                continue
-            points = [run["pass_hat"][str(k)] for k in ks]
-            values = [p["value"] * 100 for p in points]
-            line = ax.plot(ks, values, marker="o", label=run["label"])[0]
-            ax.fill_between(
-                ks,
-                [p["ci_low"] * 100 for p in points],
-                [p["ci_high"] * 100 for p in points],
-                color=line.get_color(),
-                alpha=0.18,
-                linewidth=0,
+    """An `<svg>` element for inline HTML: pass^k in percent (0-100) against k, each run's
+    points joined by a line over its shaded confidence band, a legend at the lower left."""
+    curves = [(run["label"], _points(run)) for run in runs]
+    curves = [(label, points) for label, points in curves if points]
+    ks = sorted({k for _, points in curves for k, *_ in points}) or [1]
+    k_low, k_high = ks[0], ks[-1]
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(k: float) -> float:
+        if k_high == k_low:
+            return LEFT + plot_w / 2
+        return LEFT + plot_w * (k - k_low) / (k_high - k_low)
+
+    def y(percent: float) -> float:
+        return TOP + plot_h * (1 - max(0.0, min(100.0, percent)) / 100)
+
+    out = [
+        f'<svg class="pass-hat-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+        f'height="{HEIGHT}" role="img" aria-label="pass^k with 95% confidence bands" '
+        'font-family="system-ui,sans-serif" font-size="12">'
+    ]
+    for tick in range(0, 101, 20):  # horizontal grid and the y axis' labels
+        out.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            'stroke="#d0d7de" stroke-width="1"/>'
+            f'<text x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>'
+        )
+    for k in ks:  # the x axis' labels: every k some run has
+        out.append(f'<text x="{x(k):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{k}</text>')
+    out.append(
+        f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" text-anchor="middle">'
+        "k (trials that must all succeed)</text>"
+        f'<text transform="translate(14 {TOP + plot_h / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle">pass^k (%)</text>'
+    )
+    for index, (label, points) in enumerate(curves):
+        colour = COLOURS[index % len(COLOURS)]
+        upper = [(x(k), y(high)) for k, _, _, high in points]
+        lower = [(x(k), y(low)) for k, _, low, _ in reversed(points)]
+        line = [(x(k), y(value)) for k, value, _, _ in points]
+        out.append(f'<g class="run" data-label="{escape(label)}">')
+        if len(points) > 1:
+            out.append(
+                f'<polygon points="{_coords(upper + lower)}" fill="{colour}" '
+                'fill-opacity="0.18" stroke="none"/>'
             )
-        ax.set_xlabel("k (trials that must all succeed)")
-        ax.set_ylabel("pass^k (%)")
-        ax.set_ylim(0, 100)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(alpha=0.3)
-        if runs:
-            ax.legend(loc="lower left", fontsize=8)
-        fig.tight_layout()
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    finally:
-        plt.close(fig)
-    return _inline(buffer.getvalue())
+            out.append(
+                f'<polyline points="{_coords(line)}" fill="none" stroke="{colour}" '
+                'stroke-width="2"/>'
+            )
+        for (k, value, low, high), (px, py) in zip(points, line, strict=True):
+            if len(points) == 1:  # a band needs two k: one k gets an error bar
+                out.append(
+                    f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{y(high):.1f}" y2="{y(low):.1f}" '
+                    f'stroke="{colour}" stroke-opacity="0.5" stroke-width="6"/>'
+                )
+            out.append(
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{colour}" data-k="{k}" '
+                f'data-value="{value:.4f}"><title>{escape(label)}: pass^{k} = {value:.1f}% '
+                f"(95% CI {low:.1f}-{high:.1f})</title></circle>"
+            )
+        out.append("</g>")
+    legend_top = TOP + plot_h - LEGEND_ROW * len(curves) - 4
+    for index, (label, _) in enumerate(curves):
+        colour = COLOURS[index % len(COLOURS)]
+        row = legend_top + index * LEGEND_ROW
+        out.append(
+            f'<rect x="{LEFT + 10}" y="{row + 3}" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{LEFT + 28}" y="{row + 13}">{escape(label)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
 
 
-def _inline(svg: str) -> str:
-    """Strip what inline SVG in HTML5 does not need and what would name outside addresses."""
-    svg = svg[svg.index("<svg") :]
-    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
-    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
-    return svg
+def _points(run: dict[str, Any]) -> list[tuple[int, float, float, float]]:
+    """(k, value, low, high) in percent, by k."""
+    out = []
+    for key in sorted(run.get("pass_hat") or {}, key=int):
+        point = run["pass_hat"][key]
+        if point.get("value") is None:
+            continue
+        low = point.get("ci_low", point["value"])
+        high = point.get("ci_high", point["value"])
+        out.append((int(key), point["value"] * 100, low * 100, high * 100))
+    return out
+
+
+def _coords(points: list[tuple[float, float]]) -> str:
+    return " ".join(f"{px:.1f},{py:.1f}" for px, py in points)

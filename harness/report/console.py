@@ -14,7 +14,15 @@ from rich.text import Text
 from grading.diagnosis import diagnosis_of
 from harness.metrics import INFRA
 from harness.report.markdown import LEADERBOARD_HEADER, SIDE_NAMES, leaderboard_rows
-from harness.report.summary import ERROR, FAIL, PASS, outcome, run_summary, task_grid
+from harness.report.summary import (
+    ERROR,
+    FAIL,
+    PASS,
+    natural_key,
+    outcome,
+    run_summary,
+    task_grid,
+)
 
 
 def _money(value: float | None) -> str:
@@ -158,7 +166,10 @@ def simulations_table(simulations: list[dict[str, Any]]) -> Table:
     table.add_column("task", overflow="fold")
     for column in ("trial", "reward", "ending", "why"):
         table.add_column(column)
-    for sim in simulations:
+    ordered = sorted(
+        simulations, key=lambda s: (natural_key(s.get("task_id")), s.get("trial") or 0)
+    )
+    for sim in ordered:
         reward = (sim.get("reward_info") or {}).get("reward")
         found = diagnosis_of(sim)
         table.add_row(
@@ -363,7 +374,7 @@ def task_rates_table(simulations: list[dict[str, Any]]) -> Table:
     table.add_column("task", overflow="fold")
     for column in ("passed", "failed", "errors", "success rate"):
         table.add_column(column, justify="right")
-    for task, cells in task_grid(simulations).items():
+    for task, cells in sorted(task_grid(simulations).items(), key=lambda kv: natural_key(kv[0])):
         counts = {o: sum(1 for s in cells if outcome(s) == o) for o in (PASS, FAIL, ERROR)}
         finished = counts[PASS] + counts[FAIL]
         rate = f"{counts[PASS] / finished:.0%}" if finished else "-"

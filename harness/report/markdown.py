@@ -191,8 +191,8 @@ def render(report: dict[str, Any]) -> str:
         out += ["## Comparisons", ""]
         for comp in report["comparisons"]:
             out += [f"### {comp['a']} vs {comp['b']}", "", comp["verdict"], ""]
-            if comp["mcnemar_p"] is not None:
-                out += [f"McNemar exact test: p = {comp['mcnemar_p']:.4f}.", ""]
+            if comp.get("mcnemar_note"):
+                out += [comp["mcnemar_note"], ""]
             if comp.get("noise"):
                 out += [f"Noise: {comp['noise']['statement']}", ""]
             if comp["flips"]:

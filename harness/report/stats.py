@@ -106,7 +106,6 @@ class PairedDifference:
 
     tasks: int
     difference: Interval
-    mcnemar_p: float | None
 
     @property
     def significant(self) -> bool:
@@ -125,18 +124,53 @@ class PairedDifference:
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifference:
-    """Paired bootstrap over tasks of the difference of per-task success rates; with one trial
-    per task the rates are 0/1 and McNemar's exact test is given too."""
+    """Paired bootstrap over tasks of the difference of per-task success rates."""
     if len(a) != len(b) or not a:
         raise ValueError("paired scores need the same, non-empty list of tasks")
     diffs = [x - y for x, y in zip(a, b, strict=True)]
-    binary = all(v in (0.0, 1.0) for v in (*a, *b))
-    p = None
-    if binary:
-        only_a = sum(1 for x, y in zip(a, b, strict=True) if x > y)
-        only_b = sum(1 for x, y in zip(a, b, strict=True) if y > x)
-        p = mcnemar_exact(only_a, only_b)
-    return PairedDifference(len(diffs), bootstrap_mean(diffs), p)
+    return PairedDifference(len(diffs), bootstrap_mean(diffs))
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's exact test of two runs, or why it does not apply (`p` None)."""
+
+    p: float | None
+    note: str
+
+
+def mcnemar_test(a: dict[str, list[bool]], b: dict[str, list[bool]]) -> McNemar:
+    """McNemar's exact test pairs one pass/fail outcome per task across two runs, so it applies
+    only when both runs finished the same tasks, each exactly once, and some task was solved by
+    one run only (the discordant pairs it weighs); otherwise the note says which is missing."""
+    if set(a) != set(b):
+        shared = len(set(a) & set(b))
+        return McNemar(
+            None,
+            "McNemar's test is not shown: it pairs the same tasks, and these runs finished "
+            f"different ones ({len(a)} and {len(b)}, {shared} in both).",
+        )
+    most = max(len(v) for v in (*a.values(), *b.values()))
+    if most != 1:
+        return McNemar(
+            None,
+            "McNemar's test is not shown: it pairs one outcome per task, and these runs have "
+            f"up to {most} trials per task (the paired interval above covers several).",
+        )
+    only_a = sum(1 for t in a if a[t][0] and not b[t][0])
+    only_b = sum(1 for t in a if b[t][0] and not a[t][0])
+    if only_a + only_b == 0:
+        return McNemar(
+            None,
+            "McNemar's test is not shown: no task was solved by one run only, so it has "
+            "nothing to weigh.",
+        )
+    p = mcnemar_exact(only_a, only_b)
+    return McNemar(
+        p,
+        f"McNemar exact test on the {len(a)} tasks ({only_a} solved by the first run only, "
+        f"{only_b} by the second only): p = {p:.4f}.",
+    )
 
 
 # --- what a run's size can tell from noise ----------------------------------------------------

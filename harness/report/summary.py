@@ -7,6 +7,7 @@ never disagree on a figure.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from harness.report.failures import (
     reviews_summary,
 )
 from harness.report.reviews import review_digest
-from harness.report.stats import bootstrap_mean, paired_difference
+from harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -177,13 +178,15 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
                 }
                 for s in cell
             ]
-            for task, cell in sorted(grid.items(), key=lambda kv: _task_sort_key(kv[0]))
+            for task, cell in sorted(grid.items(), key=lambda kv: natural_key(kv[0]))
         },
     }
 
 
-def _task_sort_key(task_id: str) -> tuple[int, Any]:
-    return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
+def natural_key(task_id: Any) -> tuple[tuple[int, Any], ...]:
+    """Task ids in natural order: "2" before "10", "task_2" before "task_10"."""
+    parts = re.split(r"(\d+)", str(task_id))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) -> dict[str, Any]:
@@ -191,7 +194,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
     outcomes_a, outcomes_b = task_outcomes(sims_a), task_outcomes(sims_b)
     rates_a = {t: sum(v) / len(v) for t, v in outcomes_a.items()}
     rates_b = {t: sum(v) / len(v) for t, v in outcomes_b.items()}
-    common = sorted(set(rates_a) & set(rates_b), key=_task_sort_key)
+    common = sorted(set(rates_a) & set(rates_b), key=natural_key)
     result: dict[str, Any] = {"a": a["label"], "b": b["label"], "tasks": len(common)}
     if not common:
         result.update(
@@ -200,12 +203,14 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
             ci_high=None,
             significant=False,
             mcnemar_p=None,
+            mcnemar_note="McNemar's test is not shown: the runs share no finished task.",
             flips=[],
             verdict="The two runs share no finished task, so they cannot be compared.",
             noise=None,
         )
         return result
     paired = paired_difference([rates_a[t] for t in common], [rates_b[t] for t in common])
+    mcnemar = mcnemar_test(outcomes_a, outcomes_b)
     flips = [
         {"task_id": t, "a": rates_a[t], "b": rates_b[t]}
         for t in common
@@ -216,7 +221,8 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         ci_low=paired.difference.low,
         ci_high=paired.difference.high,
         significant=paired.significant,
-        mcnemar_p=paired.mcnemar_p,
+        mcnemar_p=mcnemar.p,
+        mcnemar_note=mcnemar.note,
         flips=flips,
         verdict=paired.verdict(a["label"], b["label"]),
         noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),

@@ -6,13 +6,28 @@ import json
 import os
 import tomllib
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from servers.engine.errors import DataError
 
 ENV_VAR = "TAU2_DATA_DIR"
-DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
+
+
+def bundled(name: str) -> Path:
+    """A file or folder of tau-mcp's own `data/` folder (the pin list, the demo set). It is
+    installed as the package `tau_mcp_data`, so it is found the same way from a wheel in
+    site-packages, an editable install or a checkout; a checkout used without installing
+    (modules on `sys.path` only) falls back to the folder beside the packages."""
+    try:
+        root = Path(str(files("tau_mcp_data")))
+    except ModuleNotFoundError:
+        root = Path(__file__).resolve().parents[2] / "data"
+    return root.resolve() / name
+
+
+DEMO_DIR = bundled("demo")
 
 
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servers.engine.data import bundled
 from servers.engine.errors import DataError
 
-PINS_FILE = Path(__file__).resolve().parents[2] / "data" / "reference_pins.json"
+PINS_FILE = bundled("reference_pins.json")
 ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
 
 

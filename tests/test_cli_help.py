@@ -1,0 +1,54 @@
+"""Every command's help, of both programs: plain flags show no type, and every option of
+`evaluate` says what it is for."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from harness.cli import app as harness_app
+from servers.cli import app as server_app
+
+
+def _command_paths(app: typer.Typer) -> list[list[str]]:
+    """Every command and group below the program, as the words that reach it."""
+    root = typer.main.get_command(app)
+    paths: list[list[str]] = [[]]
+
+    def walk(group, prefix: list[str]) -> None:
+        ctx = typer.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            paths.append([*prefix, name])
+            if hasattr(command, "list_commands"):
+                walk(command, [*prefix, name])
+
+    walk(root, [])
+    return paths
+
+
+@pytest.mark.parametrize("app", [harness_app, server_app], ids=["tau-harness", "tau-server"])
+def test_no_command_shows_a_type_beside_a_plain_flag(app):
+    runner = CliRunner()
+    paths = _command_paths(app)
+    assert len(paths) > 5
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (path, result.output)
+        assert "--help" in result.output
+        assert "<bool>" not in result.output, (path, result.output)
+
+
+def test_flags_still_parse_and_typed_options_keep_their_type():
+    result = CliRunner().invoke(harness_app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert "<int range>" in result.output and "<str>" in result.output
+    result = CliRunner().invoke(harness_app, ["run", "--show"])
+    assert result.exit_code != 0 and "--show goes with --preset NAME" in result.output
+
+
+def test_every_evaluate_option_has_help():
+    command = typer.main.get_command(harness_app)
+    evaluate = command.get_command(typer.Context(command), "evaluate")
+    bare = [p.opts[0] for p in evaluate.params if not getattr(p, "help", None)]
+    assert bare == []
