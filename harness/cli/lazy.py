@@ -17,6 +17,7 @@ from typing import Any
 import typer
 from typer.main import get_group
 
+from conversation import collector
 from servers.cli_help import PlainFlagsGroup
 
 
@@ -32,7 +33,8 @@ class LazyCommand:
 
     def build(self) -> Any:
         """The click command, made by typer from the imported function or sub-app."""
-        target = getattr(importlib.import_module(self.module), self.attribute)
+        with collector.paused():  # modules live as long as the process
+            target = getattr(importlib.import_module(self.module), self.attribute)
         holder = typer.Typer()
         if isinstance(target, typer.Typer):
             holder.add_typer(target, name=self.name)
