@@ -1,7 +1,8 @@
 """Write `tau2/reference_texts/` by asking the pinned reference release's own code what it shows a
 model: prompt templates, scenario layout, judge prompt, tool schemas and run defaults; the
-banking_knowledge retrieval configs (tools, policies, discoverable tools, golden documents) and
-telecom-workflow's policy; the review prompts and what a review returns.
+banking_knowledge retrieval configs (tools, policies, discoverable tools, golden documents, and
+what its reranker and Qwen embedder send a model) and telecom-workflow's policy; the review
+prompts and what a review returns.
 
 Runs with the interpreter of a throwaway virtualenv that has the release installed (see
 `harness.reference_texts.build`), never inside tau-mcp's own environment:
