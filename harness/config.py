@@ -4,6 +4,7 @@ tasks it covers and the seed each trial gets."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,12 +77,33 @@ def trial_seeds(seed: int, trials: int) -> list[int]:
     return [rng.randint(0, 1_000_000) for _ in range(trials)]
 
 
-@lru_cache(maxsize=4096)
+class _SeedStream:
+    """One base seed's trial seeds, drawn once, in order, and kept: trial n costs O(1) after
+    the first ask that reaches it (a served run numbers trials up to 99,999, and drawing n
+    seeds again on every creation made creation O(trial))."""
+
+    __slots__ = ("draw", "lock", "seeds")
+
+    def __init__(self, seed: int) -> None:
+        self.draw = random.Random(seed).randint
+        self.lock = threading.Lock()  # a draw and its append stay together across threads
+        self.seeds: list[int] = []
+
+    def get(self, trial: int) -> int:
+        seeds = self.seeds
+        if trial >= len(seeds):
+            with self.lock:
+                while len(seeds) <= trial:
+                    seeds.append(self.draw(0, 1_000_000))
+        return seeds[trial]
+
+
+@lru_cache(maxsize=8)
+def _seed_stream(seed: int) -> _SeedStream:
+    return _SeedStream(seed)
+
+
 def trial_seed(seed: int, trial: int) -> int:
-    """The seed `tau-harness run` gives this trial (`trial_seeds(seed, trial + 1)[trial]`),
-    drawn without building the list of earlier trials' seeds: O(trial) time, O(1) memory, for
+    """The seed `tau-harness run` gives this trial (`trial_seeds(seed, trial + 1)[trial]`), for
     the callers that ask for one trial at a time (served simulations, Inspect epochs)."""
-    draw = random.Random(seed).randint
-    for _ in range(trial):
-        draw(0, 1_000_000)
-    return draw(0, 1_000_000)
+    return _seed_stream(seed).get(trial)

@@ -8,8 +8,8 @@ endpoint, `DELETE` the episode. `--protocol legacy` opens an MCP session per epi
 Eval Protocol do; `--ep` drives the Eval Protocol path (`/{domain}/mcp` + reset_session).
 `--serve` cycles simulations of `tau-harness serve` instead (scripted user, no judge):
 `POST /simulations`, one tool call as the agent's move on its MCP endpoint, `POST .../end`
-(graded). serve keeps every simulation it hosted until it stops, so its RSS grows by each
-finished simulation's record.
+(graded). serve keeps an ended simulation readable for a while (its eviction policy,
+docs/serve.md), so its RSS grows until the oldest ended ones are forgotten, then levels.
 
     python scripts/bench_soak.py [--cycles 10000] [--domain airline] [--protocol modern|legacy]
                                  [--ep] [--no-close] [--read-state] [--concurrency 8] [--serve]

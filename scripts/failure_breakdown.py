@@ -1,7 +1,7 @@
 """A fake-model run of one domain with failures of several kinds, and its breakdown.
 
     python scripts/failure_breakdown.py --domain retail [--num-tasks 12] [--trials 2]
-        [--save-to results/fake_retail.json] [--max-steps 30]
+        [--save-to results/fake_retail.json] [--max-steps 30] [--retrieval-config bm25_grep]
 
 The `llm` agent and the `llm` user of `tau-harness run` talk to a scripted OpenAI-compatible
 server (tests/support/fake_llm_server.py) through litellm, on the real server over MCP, graded and
@@ -171,6 +171,7 @@ async def run(args) -> Path:
             max_retries=0,
             judge=None,
             save_to=args.save_to,
+            retrieval_config=args.retrieval_config,
         )
         backend = await in_process_backend({domain.name: domain})
         try:
@@ -189,6 +190,12 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--save-to", type=Path, default=None)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--retrieval-config",
+        default=None,
+        help="banking_knowledge: the retrieval config (its default, alltools, needs an API key; "
+        "an offline one such as bm25_grep runs here)",
+    )
     args = parser.parse_args()
     args.save_to = args.save_to or Path("results") / f"fake_{args.domain}.json"
     if args.save_to.exists():

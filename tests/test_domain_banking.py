@@ -260,3 +260,34 @@ def test_a_data_folder_without_tasks_fails_with_one_sentence(tmp_path: Path) -> 
     domain = load_domains(["banking_knowledge"], tmp_path / "data")["banking_knowledge"]
     with pytest.raises(Exception, match="no task files"):
         _ = domain.tasks
+
+
+ANNOUNCERS = (
+    "example_agent_tool_0000",
+    "initial_transfer_to_human_agent_0218",
+    "initial_transfer_to_human_agent_1822",
+    "emergency_credit_bureau_incident_transfer_1114",
+)
+
+
+@pytest.mark.parametrize("name", ANNOUNCERS)
+def test_announcing_tools_say_what_their_description_announces(name: str, tmp_path: Path) -> None:
+    """A tool that only announces something returns the result its description states (the
+    reference texts' `Returns:`), and our own words when the data folder has no texts."""
+    from servers.domains.banking_knowledge.agent_tools import KnowledgeTools
+    from servers.domains.banking_knowledge.discoverable import announced_result
+
+    class Episode:
+        def __init__(self, data_dir):
+            self.data_dir, self.task = data_dir, None
+
+    bare = getattr(KnowledgeTools(None, Episode(tmp_path)), name)()
+    assert announced_result(tmp_path, "agent", name) is None
+    assert bare and "Returns" not in bare
+    if not TEXTS.is_file():
+        return
+    with_texts = getattr(KnowledgeTools(None, Episode(conf.DATA_DIR)), name)()
+    described = json.loads(TEXTS.read_text())["discoverable_tools"]["agent"][name]
+    announced = announced_result(conf.DATA_DIR, "agent", name)
+    assert announced and announced in described["tool_info"]["description"]
+    assert with_texts.startswith(announced) and with_texts != bare

@@ -322,3 +322,23 @@ def test_view_why_prints_each_failure(run_file):
     assert "LLM review: reviewed" in out
     one = CliRunner().invoke(app, ["view", str(run_file), "--why", "--sim", "1-0"])
     assert one.exit_code == 0 and "passed: nothing to diagnose" in one.output
+
+
+def test_summary_says_na_when_no_trial_varied(run_file):
+    """A run with no variation between trials has no noise estimate: the summary says n/a, not
+    '0.0 points' (which would read as a perfectly tight bound)."""
+    from rich.console import Console
+
+    from harness.report.console import summary_table
+
+    result = CliRunner().invoke(app, ["report", str(run_file), "--format", "json"])
+    run = json.loads(result.output)["runs"][0]
+
+    def row_for(value: float) -> str:
+        run["noise"] = {**run["noise"], "detectable_difference": value}
+        console = Console(width=200, record=True)
+        console.print(summary_table(run))
+        return console.export_text()
+
+    assert "n/a (no variation between trials observed)" in row_for(0.0)
+    assert "19.6 points" in row_for(0.196)

@@ -29,7 +29,7 @@ from harness.results import journal_path, load_results
 from harness.results_lock import lock_path
 from harness.serve.app import create_serve_app
 from harness.serve.host import make_hub
-from harness.serve.simulation import SimulationHub, Unavailable
+from harness.serve.simulation import Conflict, SimulationHub, Unavailable
 from tests.support.data import DEMO_DIR, ROOT
 from tests.support.harness import load
 from tests.support.server import free_port
@@ -216,3 +216,41 @@ async def test_at_most_max_ended_are_kept_and_max_open_are_open(tmp_path: Path) 
         await second.end()
         await hub.sweep()
         assert hub.get(first.id) is None and hub.get(second.id) is not None  # the oldest goes
+        # Ending frees a place: a third one opens now.
+        third = hub.create(TASK, 2)
+        await third.end()
+
+
+async def test_a_trial_in_use_is_refused_while_open_and_once_saved(tmp_path: Path) -> None:
+    async with _hub(tmp_path / "r.json") as hub:
+        open_one = hub.create(TASK, 0)
+        with pytest.raises(Conflict, match="trial 0 is already in"):
+            hub.create(TASK, 0)
+        await open_one.end()
+        with pytest.raises(Conflict, match="trial 0 is already in"):
+            hub.create(TASK, 0)
+        await hub.create(TASK, 1).end()
+
+
+def test_trial_seeds_are_drawn_once_per_base_seed(monkeypatch) -> None:
+    """A served run asks for trials one at a time, up to 99,999: each seed is drawn once and
+    kept, so asking for trial n again (or n - 1) draws nothing, and the values are run's."""
+    from harness import config
+
+    config._seed_stream.cache_clear()
+    stream = config._seed_stream(4242)
+    draws = 0
+    real = stream.draw
+
+    def counted(a: int, b: int) -> int:
+        nonlocal draws
+        draws += 1
+        return real(a, b)
+
+    stream.draw = counted
+    assert config.trial_seed(4242, 500) == config.trial_seeds(4242, 501)[500]
+    assert draws == 501
+    assert [config.trial_seed(4242, n) for n in (500, 3, 499)] == [
+        config.trial_seeds(4242, 501)[n] for n in (500, 3, 499)
+    ]
+    assert draws == 501

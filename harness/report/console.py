@@ -73,11 +73,10 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
     endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items())
     table.add_row("endings", endings or "-", "")
     if run.get("noise"):
-        table.add_row(
-            "smallest pass^1 difference beyond noise (95%)",
-            f"{run['noise']['detectable_difference'] * 100:.1f} points",
-            "",
-        )
+        points = run["noise"]["detectable_difference"] * 100
+        # Zero means no trial differed from another: nothing was observed, not a tight bound.
+        shown = f"{points:.1f} points" if points else "n/a (no variation between trials observed)"
+        table.add_row("smallest pass^1 difference beyond noise (95%)", shown, "")
     return table
 
 

@@ -14,6 +14,7 @@ MAX_ENDED are kept, then it is forgotten (its record is in the results file).
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 import uuid
@@ -230,6 +231,10 @@ class SimulationHub:
         self.results: ResultsFile | None = None
         self.write_error: str | None = None  # set when the results file could not be written
         self._saved: set[tuple[str, int]] = set()
+        # Simulations not yet ended, by id, with their (task, trial): creation checks the cap
+        # and duplicates against these in O(1) instead of walking every kept simulation.
+        self._open: dict[str, tuple[str, int]] = {}
+        self._open_keys: collections.Counter[tuple[str, int]] = collections.Counter()
         self._sweeper: asyncio.Task | None = None
         runner.user_guidelines()  # a data folder without them fails now, not per simulation
         if save_to is not None:
@@ -251,27 +256,26 @@ class SimulationHub:
         task = self.task(task_id)
         if self.write_error is not None:
             raise Unavailable(f"{self.write_error}; this server takes no new simulations")
-        open_now = sum(1 for s in self.simulations.values() if s.record is None)
+        open_now = len(self._open)
         if open_now >= self.MAX_OPEN:
             raise Unavailable(
                 f"{open_now} simulations are open, the most this server holds; end some, or "
                 f"wait: one with no move for {self.ABANDON_AFTER_S:.0f} s is ended"
             )
-        if self.results is not None:
-            live = {
-                (s.task.id, s.trial)
-                for s in self.simulations.values()
-                if s.record is None or s.record.get("termination_reason") != INFRA
-            }
-            if (task_id, trial) in self._saved or (task_id, trial) in live:
-                raise Conflict(
-                    f"task '{task_id}' trial {trial} is already in {self.results.path}; "
-                    "use another trial or results file"
-                )
+        key = (task_id, trial)
+        # An ended simulation that was not an infrastructure error is in _saved (journaled), or
+        # the write failed and write_error already refuses every creation.
+        if self.results is not None and (key in self._saved or self._open_keys[key]):
+            raise Conflict(
+                f"task '{task_id}' trial {trial} is already in {self.results.path}; "
+                "use another trial or results file"
+            )
         simulation = Simulation(
             self.runner, task, trial, trial_seed(self.runner.config.seed, trial)
         )
         self.simulations[simulation.id] = simulation
+        self._open[simulation.id] = key
+        self._open_keys[key] += 1
         simulation.start(self._on_finished)
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.create_task(self._sweep_forever(), name="simulation sweeper")
@@ -283,6 +287,11 @@ class SimulationHub:
     def _on_finished(self, simulation: Simulation) -> None:
         """Journal a finished simulation; a failed write is logged, stops new simulations and
         is raised (the simulation's answer then says its result was not saved)."""
+        key = self._open.pop(simulation.id, None)
+        if key is not None:
+            self._open_keys[key] -= 1
+            if not self._open_keys[key]:
+                del self._open_keys[key]
         if self.results is None or simulation.record is None:
             return
         try:

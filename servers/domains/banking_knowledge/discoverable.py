@@ -17,6 +17,7 @@ that holds it in the reference.
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -103,6 +104,16 @@ def _reference_infos(data_dir: Path) -> dict[str, dict[str, DiscoverableInfo]] |
                 name, info.get("description", ""), dict(info.get("parameters") or {})
             )
     return out
+
+
+def announced_result(data_dir: Path | None, side: str, name: str) -> str | None:
+    """The result a tool that only announces something gives, as its reference description
+    states it (the indented text under `Returns:`); None without reference texts."""
+    reference = _reference_infos(data_dir) if data_dir is not None else None
+    found = reference[side].get(name) if reference is not None else None
+    if found is None or "\nReturns:\n" not in found.description:
+        return None
+    return textwrap.dedent(found.description.split("\nReturns:\n", 1)[1]).strip() or None
 
 
 _JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object")
