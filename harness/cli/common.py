@@ -22,6 +22,7 @@ __all__ = [
     "JUDGE_HELP",
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
+    "TASK_SET_HELP",
     "console",
     "fail",
     "json_arg",
@@ -44,6 +45,10 @@ RETRIEVAL_HELP = (
     "banking_knowledge: how the agent reaches the knowledge base (default: alltools, the "
     "reference's, which needs OPENAI_API_KEY and a sandbox; offline: no_knowledge, full_kb, "
     "golden_retrieval, bm25, bm25_grep, grep_only)."
+)
+TASK_SET_HELP = (
+    "A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+    "default: the domain's own tasks."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "
