@@ -98,6 +98,13 @@ def recorded_domain(document: dict[str, Any], source: Any) -> str:
     return recorded
 
 
+def recorded_task_set(document: dict[str, Any]) -> str | None:
+    """The named task set a results file's header records (None: the domain's own tasks)."""
+    info = document.get("info") or {}
+    recorded = info.get("task_set_name") if isinstance(info, dict) else None
+    return recorded if isinstance(recorded, str) and recorded else None
+
+
 def tasks_of(domain: Domain, document: dict[str, Any]) -> list[Any]:
     """The tasks a document's simulations were run on (those this domain knows)."""
     ids = {str(sim.get("task_id")) for sim in document["simulations"]}

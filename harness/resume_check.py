@@ -46,6 +46,7 @@ def _model_args(value: Any) -> Any:
 # (label, path in the `info` header, normaliser, show values?)
 _SETTINGS: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("domain", ("environment_info", "domain_name"), None, True),
+    ("task set", ("task_set_name",), None, True),
     ("agent", ("agent_info", "implementation"), None, True),
     ("agent model", ("agent_info", "llm"), None, True),
     ("agent model args", ("agent_info", "llm_args"), _model_args, True),

@@ -313,6 +313,8 @@ class SimulationRunner:
         }
         if c.preset is not None:
             info["preset"] = c.preset
+        if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
+            info["task_set_name"] = self.domain.task_set
         return info
 
     def _policy_per_task(self) -> bool:

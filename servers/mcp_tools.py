@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
-from fastmcp.resources import TextResource
+from fastmcp.resources import FunctionResource, TextResource
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
@@ -187,20 +187,39 @@ def build_mcp_server(
                 shape=shape,
             )
         )
-    _add_texts(server, domain, side, variant)
+    _add_texts(server, domain, side, variant, resolve)
     # The modern transport checks `Mcp-Param-*` headers against the called tool's schema; give
     # it the schemas directly instead of letting it run a full tools/list on every call.
     server._mcp_server.get_tool_input_schema = listing.schemas().get
     return server
 
 
-def _add_texts(server: FastMCP, domain: Domain, side: Side, variant: str | None = None) -> None:
-    """The agent side reads the domain policy (a retrieval config's, without a task); the user
-    side the user-simulator guidelines."""
+def _add_texts(
+    server: FastMCP,
+    domain: Domain,
+    side: Side,
+    variant: str | None = None,
+    resolve: EpisodeResolver | None = None,
+) -> None:
+    """The agent side reads the domain policy (a retrieval config's); the user side the
+    user-simulator guidelines. A config whose policy depends on the task (golden_retrieval)
+    gives each episode its own task's policy."""
     try:
         if side == "agent" and variant is not None:
-            text = domain.resolve_variant(variant).policy(None)
+            resolved = domain.resolve_variant(variant)
             uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy ({variant})"
+            if resolved.policy_per_task and resolve is not None:
+                server.add_resource(
+                    FunctionResource.from_function(
+                        lambda: _episode_policy(resolve()),
+                        uri=uri,
+                        name="policy",
+                        title=title,
+                        mime_type="text/markdown",
+                    )
+                )
+                return
+            text = resolved.policy(None)
         elif side == "agent":
             text = domain.policy()
             uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
@@ -216,3 +235,9 @@ def _add_texts(server: FastMCP, domain: Domain, side: Side, variant: str | None 
             uri=uri, name=uri.rsplit("/", 1)[-1], title=title, text=text, mime_type="text/markdown"
         )
     )
+
+
+def _episode_policy(episode: Episode) -> str:
+    """The agent's policy in `episode`: its retrieval config's, for its task."""
+    variant = episode.variant
+    return variant.policy(episode.task) if variant is not None else episode.domain.policy()

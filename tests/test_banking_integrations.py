@@ -157,3 +157,34 @@ def test_inspect_task_refuses_a_config_that_cannot_run() -> None:
         "banking_knowledge", task_ids="task_001", data_dir=str(DATA_DIR), retrieval_config="bm25"
     )
     assert len(task.dataset) == 1
+
+
+async def test_tau_server_episodes_read_their_tasks_golden_policy() -> None:
+    """tau-server's episode endpoints (and stdio) under golden_retrieval: the policy resource
+    is the episode's task's policy, as the reference builds it, not a task-less one."""
+    import hashlib
+
+    from servers.stdio import build_stdio_server
+    from tests.support.server import serving
+
+    golden = json.loads(TEXTS.read_text())["golden_retrieval_tasks"]
+    uri = "tau2://banking_knowledge/policy"
+    read = {}
+    async with serving(["banking_knowledge"]) as srv, srv.http() as http:
+        for task_id in ("task_001", "task_002"):
+            body = {"task_id": task_id, "retrieval_config": "golden_retrieval"}
+            created = await http.post("/banking_knowledge/episodes", json=body)
+            assert created.status_code == 201, created.text
+            for mode in ("2026-07-28", "legacy"):
+                async with srv.mcp(created.json()["agent_mcp"], mode=mode) as client:
+                    text = (await client.read_resource(uri))[0].text
+                assert hashlib.sha256(text.encode()).hexdigest() == golden[task_id]["policy_sha256"]
+            read[task_id] = text
+    assert read["task_001"] != read["task_002"]
+    from fastmcp import Client
+
+    server = build_stdio_server(
+        "banking_knowledge", "agent", "task_002", DATA_DIR, retrieval_config="golden_retrieval"
+    )
+    async with Client(server) as client:
+        assert (await client.read_resource(uri))[0].text == read["task_002"]

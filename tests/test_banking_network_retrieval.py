@@ -18,7 +18,12 @@ from servers.engine.episode import EpisodeStore
 from servers.knowledge.sandbox import sandbox_problem
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load, mcp_backend
-from tests.support.knowledge import banking_documents
+from tests.support.knowledge import (
+    banking_documents,
+    data_with_model_texts,
+    recorded_query_prefix,
+    recorded_reranker_prompt,
+)
 
 AGENT, USER = "agent-model", "user-model"
 TASK = "task_001"
@@ -118,6 +123,62 @@ def test_a_reranker_config_rates_each_hit_and_charges_the_call(network: FakeLLMS
     first = fake.requests["gpt-5.2"][0]
     assert first["reasoning_effort"] == "low" and first["stream"] is False
     assert first["response_format"]["json_schema"]["name"] == "RelevanceScore"
+
+
+@pytest.mark.needs_data("banking_knowledge", "reference_texts", "conformance")
+def test_model_texts_in_the_data_folder_reach_the_models(
+    network: FakeLLMServer, tmp_path, monkeypatch
+):
+    """With the texts `tau-harness data fetch` writes (retrieval_model_texts; here the
+    reference's, read off its recorded requests) the reranker and Qwen configs run with no
+    kwargs: the reranker's prompt and model and Qwen's query instruction are the data's."""
+    fake = network
+    prompt, prefix = recorded_reranker_prompt(), recorded_query_prefix("qwen_embeddings")
+    texts = {
+        "reranker_prompt": prompt,
+        "reranker_model": "openai/rater",
+        "qwen_query_prefix": prefix,
+    }
+    domain = load("banking_knowledge", data_with_model_texts(tmp_path / "data", texts))
+    fake.respond("rater", lambda body: text('{"relevance_score": 8}'))
+    store = EpisodeStore({"banking_knowledge": domain})
+
+    reranked = store.create(
+        "banking_knowledge", TASK, variant=domain.resolve_variant("bm25_reranker")
+    )
+    query = "replacement card shipping fee"
+    outcome = reranked.call("agent", "KB_search", {"query": query})
+    assert not outcome.error, outcome.text
+    rated = fake.requests["rater"]
+    contents = {d.content for d in banking_documents()}
+    assert len(rated) == 10
+    for body in rated:
+        (message,) = body["messages"]
+        assert any(message["content"] == prompt.format(query, c) for c in contents)
+
+    monkeypatch.setenv("OPENROUTER_API_KEY", "fake-key")
+    monkeypatch.setenv("OPENROUTER_API_BASE", fake.api_base)
+    dense = store.create(
+        "banking_knowledge", TASK, variant=domain.resolve_variant("qwen_embeddings")
+    )
+    question = "how long does a wire transfer take (qwen, data texts)"
+    outcome = dense.call("agent", "KB_search", {"query": question})
+    assert not outcome.error, outcome.text
+    assert fake.embedding_requests[-1]["input"] == [prefix + question]
+
+
+def test_without_the_texts_the_network_configs_say_where_they_come_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "k")
+    domain = load("banking_knowledge", data_with_model_texts(tmp_path / "data", None))
+    from servers.engine.variants import VariantError
+
+    for config in ("bm25_reranker", "qwen_embeddings", "alltools-qwen"):
+        with pytest.raises(VariantError) as refused:
+            domain.resolve_variant(config)
+        message = str(refused.value)
+        assert "\n" not in message and "retrieval_model_texts" in message, message
+        assert "use an offline config such as --retrieval-config bm25_grep" in message
 
 
 def test_network_configs_name_what_they_lack(monkeypatch):

@@ -402,3 +402,40 @@ async def test_episodes_on_a_running_tau_server():
     assert sim["termination_reason"] == "user_stop"
     assert sim["reward_info"]["reward"] == 1.0
     assert sim["info"]["episode_id"]  # created on the tau-server
+
+
+@pytest.mark.needs_data("banking_knowledge", "reference_texts")
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # server/discover; initialize
+async def test_a_task_dependent_policy_is_each_simulations_own(mode: str):
+    """golden_retrieval puts the task's documents in the policy: an outside agent gets its
+    simulation's task's policy as the instructions and the policy resource (sessionless and
+    legacy handshakes alike), as the reference builds it, not a task-less one."""
+    import hashlib
+
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from tests.support.data import DATA_DIR
+
+    golden = json.loads((DATA_DIR / "tau2/reference_texts/banking_knowledge.json").read_text())[
+        "golden_retrieval_tasks"
+    ]
+    tasks = ["task_001", "task_002"]
+    seen = {}
+    async with served("banking_knowledge", judge=None, retrieval_config="golden_retrieval") as (
+        base,
+        http,
+        hub,
+        domain,
+    ):
+        for task_id in tasks:
+            created = await _create(http, task_id)
+            client = FastMCPClient(StreamableHttpTransport(base + created["mcp"]), mode=mode)
+            async with client:
+                instructions = client.instructions
+                resource = (await client.read_resource("tau2://banking_knowledge/policy"))[0].text
+            assert instructions == resource
+            want = golden[task_id]
+            assert hashlib.sha256(resource.encode()).hexdigest() == want["policy_sha256"]
+            assert resource == hub.runner.policy_for(domain.task(task_id))
+            seen[task_id] = resource
+    assert seen["task_001"] != seen["task_002"]

@@ -30,6 +30,7 @@ from tests.support.knowledge import (
     embedding_requests,
     needs_documents,
     needs_retrieval_fixtures,
+    recorded_query_prefix,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +41,6 @@ def _index(embedder, cache_dir: Path, docs=None) -> DenseIndex:
     return DenseIndex(
         [d.id for d in docs], [d.content for d in docs], embedder, EmbeddingCache(cache_dir)
     )
-
-
-def _recorded_prefix(config: str) -> str:
-    """The query prefix the reference sent, read off its recorded request (test data)."""
-    recorded = embedding_requests()["configs"][config]["per_query"]
-    first = recorded[0]
-    sent = first["requests"][0]["body"]["input"][0]
-    return sent[: len(sent) - len(first["query"])]
 
 
 CONFIGS = {
@@ -62,7 +55,7 @@ CONFIGS = {
 def test_request_bodies_match_the_reference(config, tmp_path):
     recorded = embedding_requests()["configs"][config]
     embedder_type, model = CONFIGS[config]
-    prefix = _recorded_prefix(config) if embedder_type == "openrouter" else ""
+    prefix = recorded_query_prefix(config) if embedder_type == "openrouter" else ""
     docs = banking_documents()
     with FakeLLMServer() as fake:
         embedder = reference_embedder(

@@ -4,6 +4,7 @@ with the release installed ($TAU_REFERENCE_PYTHON) and is skipped without one.""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -63,7 +64,29 @@ def test_content_pins_hash_exactly_the_layouts_values() -> None:
     shapes = _shapes()
     assert set(pins) == set(shapes)
     for rel, shape in shapes.items():
-        assert pins[rel]["values"] == sorted(dump.marker_paths(shape)), rel
+        optional = _optional(pins[rel])
+        assert not set(pins[rel]["values"]) & set(optional), rel
+        assert sorted(pins[rel]["values"] + optional) == sorted(dump.marker_paths(shape)), rel
+
+
+def _optional(pin: dict[str, Any]) -> list[str]:
+    """The paths of a content pin's optional group (values older generated texts lack)."""
+    return list((pin.get("optional") or {}).get("values") or [])
+
+
+def _has(document: Any, path: str) -> bool:
+    try:
+        value_at(document, path)
+    except KeyError:
+        return False
+    return True
+
+
+def _drop(document: Any, path: str) -> None:
+    *parents, last = path.split("/")
+    for key in parents:
+        document = document[key]
+    del document[last]
 
 
 @pytest.mark.needs_data("manifest", "reference_texts")
@@ -263,10 +286,20 @@ def test_layout_refilled_with_the_shared_values_verifies(tmp_path: Path) -> None
     files) is a file our content pins accept, though its notes, and so its bytes, are ours."""
     folder = _linked_copy(tmp_path)
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
+    pins = content_pins(load_pins())
     for rel, shape in _shapes().items():
         shared = json.loads((DATA_DIR / rel).read_text())
-        values = {name: value_at(shared, path) for path, name in dump.marker_paths(shape).items()}
-        text = dump.serialize(dump.fill(shape, values))
+        marked = dump.marker_paths(shape)
+        absent = [path for path in marked if not _has(shared, path)]
+        assert set(absent) <= set(_optional(pins[rel])), rel  # only optional values may lack
+        values = {
+            name: None if path in absent else value_at(shared, path)
+            for path, name in marked.items()
+        }
+        filled = dump.fill(shape, values)
+        for path in absent:
+            _drop(filled, path)
+        text = dump.serialize(filled)
         (folder / rel).write_text(text)
         assert _sha(text) != manifest[rel]
     result = verify_data_dir(folder)
@@ -349,10 +382,12 @@ def test_dump_with_the_reference_meets_the_content_pins(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     manifest = json.loads((DATA_DIR / "MANIFEST.json").read_text())["files"]
-    for rel in content_pins(load_pins()):
+    for rel, pin in content_pins(load_pins()).items():
         generated = out / rel.removeprefix(FOLDER + "/")
         shutil.copy(generated, folder / rel)
         assert _sha(generated.read_bytes()) != manifest[rel]
+        document = json.loads(generated.read_text())
+        assert all(_has(document, path) for path in _optional(pin)), rel  # checked below too
     result = verify_data_dir(folder)
     assert result.ok, result.problems
 
@@ -383,7 +418,13 @@ READ_BY_OUR_CODE = {
         "vocabulary/user_severities",
         "vocabulary/auth_statuses",
     ],
-    "banking_knowledge.json": ["discoverable_tools/agent", "discoverable_tools/user"],
+    "banking_knowledge.json": [
+        "discoverable_tools/agent",
+        "discoverable_tools/user",
+        "retrieval_model_texts/reranker_prompt",
+        "retrieval_model_texts/reranker_model",
+        "retrieval_model_texts/qwen_query_prefix",
+    ],
     "tools/banking_knowledge.json": ["schemas", "agent", "user"],
     "tools/telecom-workflow.json": ["agent", "user", "solo/done_tool"],
 }
@@ -392,6 +433,179 @@ READ_BY_OUR_CODE = {
 def test_the_values_our_code_reads_are_pinned() -> None:
     pins = content_pins(load_pins())
     for rel, paths in READ_BY_OUR_CODE.items():
-        pinned = pins[f"{FOLDER}/{rel}"]["values"]
+        pin = pins[f"{FOLDER}/{rel}"]
+        pinned = pin["values"] + _optional(pin)
         for path in paths:
             assert any(path == p or path.startswith(p + "/") for p in pinned), (rel, path)
+
+
+# --- the texts the network backends send a model (retrieval_model_texts) ----------------------
+
+BANKING_TEXTS = f"{FOLDER}/banking_knowledge.json"
+
+
+@pytest.mark.needs_data("manifest", "reference_texts", "banking_knowledge", "conformance")
+def test_the_optional_group_is_checked_where_a_file_holds_it(tmp_path: Path) -> None:
+    """The shared texts predate retrieval_model_texts and verify without it; a file that holds
+    it (as `data fetch` now writes) must hold the reference's values, here read off the
+    reference's recorded requests: the pin is the reference's real texts."""
+    from tests.support.knowledge import recorded_query_prefix, recorded_reranker_prompt
+
+    folder = _linked_copy(tmp_path)
+    path = folder / BANKING_TEXTS
+    document = json.loads(path.read_text())
+    assert "retrieval_model_texts" not in document and verify_data_dir(folder).ok
+    texts = {
+        "about": "a note of ours",
+        "reranker_prompt": recorded_reranker_prompt(),
+        "reranker_model": "gpt-5.2",
+        "qwen_query_prefix": recorded_query_prefix("qwen_embeddings"),
+    }
+
+    def verify_with(section: dict[str, Any]) -> list[str]:
+        path.write_text(json.dumps({**document, "retrieval_model_texts": section}))
+        return verify_data_dir(folder).problems
+
+    assert verify_with(texts) == []
+    changed = {**texts, "reranker_prompt": texts["reranker_prompt"] + " "}
+    assert verify_with(changed) == [
+        "tau2/reference_texts/banking_knowledge.json: optional values differ from the content pin"
+    ]
+    partial = {k: v for k, v in texts.items() if k != "qwen_query_prefix"}
+    assert verify_with(partial) == [
+        "tau2/reference_texts/banking_knowledge.json: has no value at "
+        "retrieval_model_texts/qwen_query_prefix"
+    ]
+
+
+def test_templates_and_prefixes_are_read_back_from_what_was_sent() -> None:
+    q, d = dump.sentinel("q", "\x06"), dump.sentinel("d", "\x06")
+    template = 'Rate {{"score": n}}.\nQuery: {}\nDoc: {}\nEnd {x}'.replace("{x}", "{{x}}")
+    rendered = template.format(q, d)
+    assert dump.positional_template(rendered, [q, d]) == template
+    assert dump.positional_template(rendered, [q, d]).format("A", "B") == template.format("A", "B")
+    for bad in ([d, q], [q, q], [q, dump.sentinel("other", "\x06")]):
+        with pytest.raises(ValueError):
+            dump.positional_template(rendered, bad)
+    assert dump.text_before("Instruct: x\nQuery:hello", "hello") == "Instruct: x\nQuery:"
+    assert dump.text_before("hello", "hello") == ""
+    with pytest.raises(ValueError):
+        dump.text_before("hello there", "hello")
+
+
+SYNTHETIC_PIPELINE = '''
+class RetrievalPipeline:
+    """Stands in for the release's pipeline: indexing would need the network."""
+
+    def __init__(self, postprocessors, input_preprocessors):
+        self.postprocessors = postprocessors
+        self.input_preprocessors = input_preprocessors
+        self.index_documents([{"id": "d", "text": "t"}])
+
+    def index_documents(self, documents):
+        raise RuntimeError("indexing sends every document to a model")
+'''
+
+
+class _Client:
+    """What the synthetic release's clients check at construction: a key in the environment."""
+
+    def __init__(self, env: str) -> None:
+        if not os.environ.get(env):
+            raise RuntimeError(f"{env} is not set")
+
+
+class _Reranker:
+    def __init__(self, prompt: str, model: str) -> None:
+        self.prompt, self.model, self.client = prompt, model, _Client("OPENAI_API_KEY")
+
+    def _rate_passage(self, query: str, doc_id: str, passage: str) -> int:
+        content = self.prompt.format(query, passage)
+        messages = [{"role": "user", "content": content}]
+        self.client.beta.chat.completions.parse(model=self.model, messages=messages)
+        return 0
+
+
+class _Embedder:
+    def __init__(self, instruction: str) -> None:
+        self.instruction, self.client = instruction, _Client("OPENROUTER_API_KEY")
+
+    def embed(self, texts: list[str]) -> list[Any]:
+        sent = [self.instruction + t for t in texts]
+        reply = self.client.embeddings.create(input=sent, model="m", encoding_format="float")
+        return [item.embedding for item in reply.data]
+
+
+class _Encoder:
+    def __init__(self, instruction: str) -> None:
+        self.instruction = instruction
+
+    def _get_embedder(self) -> _Embedder:
+        return _Embedder(self.instruction)
+
+
+def _synthetic_retrieval(prompts: list[str], instructions: list[str]) -> Any:
+    """A stand-in for the release's retrieval module: one config per reranker prompt (BM25 +
+    reranker) and per query instruction (dense), plus one without either."""
+    from types import SimpleNamespace
+
+    from tau2.knowledge.pipeline import RetrievalPipeline
+
+    spec = SimpleNamespace
+    variants = {"plain": spec(kb_search=None, kb_search_bm25=None, kb_search_dense=None)}
+    for i, prompt in enumerate(prompts):
+        variants[f"rerank{i}"] = spec(
+            kb_search=spec(post=functools.partial(_Reranker, prompt, "rater"), pre=None),
+            kb_search_bm25=None,
+            kb_search_dense=None,
+        )
+    for i, instruction in enumerate(instructions):
+        variants[f"dense{i}"] = spec(
+            kb_search=None,
+            kb_search_bm25=spec(post=None, pre=None),
+            kb_search_dense=spec(post=None, pre=functools.partial(_Encoder, instruction)),
+        )
+
+    def create(spec: Any, knowledge_base: Any) -> Any:
+        assert knowledge_base == "kb"
+        # built here, as the release builds them: their clients want keys now
+        return RetrievalPipeline(
+            [spec.post()] if spec.post else [], [spec.pre()] if spec.pre else []
+        )
+
+    return SimpleNamespace(
+        get_all_variant_names=lambda: list(variants),
+        resolve_variant=variants.__getitem__,
+        _create_kb_pipeline=create,
+    )
+
+
+def test_model_texts_are_caught_from_a_synthetic_release(tmp_path: Path, monkeypatch) -> None:
+    """The dump builds each config's pipelines as the release does (no indexing, placeholder
+    keys, stand-in clients) and reads back the reranker's template and model and the query
+    instruction; configs that disagree are an error, not a guess."""
+    package = tmp_path / "tau2" / "knowledge"
+    package.mkdir(parents=True)
+    (tmp_path / "tau2" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "pipeline.py").write_text(SYNTHETIC_PIPELINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "tau2" or m.startswith("tau2.")]:
+        monkeypatch.delitem(sys.modules, name)
+    for key in dump.PLACEHOLDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    prompt = 'Score {{"relevance": n}}: does\n{}\nanswer\n{}\n?'
+    try:
+        values = dump.model_text_values(_synthetic_retrieval([prompt], ["Instr: "] * 2), "kb")
+        assert values == {
+            "retrieval_model_texts.reranker_prompt": prompt,
+            "retrieval_model_texts.reranker_model": "rater",
+            "retrieval_model_texts.qwen_query_prefix": "Instr: ",
+        }
+        assert not any(os.environ.get(key) for key in dump.PLACEHOLDER_KEYS)  # restored
+        for prompts, instructions in (([prompt, prompt + "!"], ["I: "]), ([prompt], [])):
+            with pytest.raises(ValueError, match="expected one reranker prompt"):
+                dump.model_text_values(_synthetic_retrieval(prompts, instructions), "kb")
+    finally:
+        for name in [m for m in sys.modules if m == "tau2" or m.startswith("tau2.")]:
+            del sys.modules[name]

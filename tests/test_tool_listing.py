@@ -36,6 +36,7 @@ from servers.engine.tool_listing import reference_tools_file, tool_listing
 from servers.engine.toolkit import ToolKind
 from servers.engine.variants import VariantError
 from servers.guards import LOOPBACK_HOSTS
+from servers.knowledge.sandbox import sandbox_problem
 from servers.surfaces import (
     Surface,
     UnregisteredSurface,
@@ -74,19 +75,34 @@ def _import_everything() -> dict[str, str]:
 MISSING_EXTRAS = _import_everything()
 SURFACES = {surface.name: surface for surface in surfaces()}
 REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
-# The retrieval configs every surface runs here (no network, no shell sandbox). The others
-# (embeddings, rerankers, terminal_use*, alltools*) are refused by every surface's real path,
-# which creates an episode (or resolves the config) first: their listing is checked through
-# the registry's one listing below, which every surface reads and which needs no backend.
+# The retrieval configs every surface runs here: the offline ones (no network, no sandbox) and
+# the shell ones (terminal_use*), which need only the bubblewrap sandbox and are skipped where it
+# cannot start. The others (embeddings, rerankers, alltools*) need a key and a network: every
+# surface's real path refuses them (it creates an episode or resolves the config first), so their
+# listing is checked through the registry's one listing below, which every surface reads and
+# which needs no backend.
 OFFLINE_CONFIGS = ("no_knowledge", "full_kb", "golden_retrieval", "grep_only", "bm25", "bm25_grep")
+SANDBOX_CONFIGS = ("terminal_use", "terminal_use_write")
+NO_SANDBOX = sandbox_problem()
 
 
-def _variants(domain: str) -> list[str | None]:
-    """The variants a surface is probed with: a domain's offline retrieval configs, else none."""
-    return list(OFFLINE_CONFIGS) if domain_spec(domain).variants is not None else [None]
+def _cases() -> list[object]:
+    """(domain, variant) for every surface probe: a domain's retrieval configs that run here
+    (the shell ones skipped, saying why, where the sandbox cannot start), else no variant."""
+    needs_sandbox = pytest.mark.skipif(
+        NO_SANDBOX is not None, reason=f"the shell sandbox cannot start here: {NO_SANDBOX}"
+    )
+    cases: list[object] = []
+    for domain in REFERENCE_DOMAINS:
+        if domain_spec(domain).variants is None:
+            cases.append((domain, None))
+            continue
+        cases += [(domain, config) for config in OFFLINE_CONFIGS]
+        cases += [pytest.param(domain, c, marks=needs_sandbox) for c in SANDBOX_CONFIGS]
+    return cases
 
 
-CASES = [(domain, variant) for domain in REFERENCE_DOMAINS for variant in _variants(domain)]
+CASES = _cases()
 
 
 def _reference(domain: str, side: str, config: str | None = None) -> list[dict]:
@@ -200,7 +216,7 @@ def test_the_registry_lists_every_retrieval_config_as_the_reference() -> None:
     registry's listing (what each surface shows) needs no backend, only the config's tools."""
     domain = load_domains(["banking_knowledge"], DATA_DIR)["banking_knowledge"]
     raw = json.loads((TOOLS_DIR / "banking_knowledge.json").read_text())
-    assert set(OFFLINE_CONFIGS) < set(raw["agent"])
+    assert set(OFFLINE_CONFIGS) | set(SANDBOX_CONFIGS) < set(raw["agent"])
     surface = SURFACES["tau-server /{domain}/{side}/mcp"]
     for config in raw["agent"]:
         listed = listing_as_shown(surface.tools(domain, "agent", config))

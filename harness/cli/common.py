@@ -23,6 +23,7 @@ __all__ = [
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
     "REVIEW_LLM_HELP",
+    "TASK_SET_HELP",
     "console",
     "fail",
     "json_arg",
@@ -49,6 +50,10 @@ RETRIEVAL_HELP = (
 REVIEW_LLM_HELP = (
     "litellm model for the review (default: the reference's, from the data folder's "
     "review.json: claude-opus-4-5, which needs ANTHROPIC_API_KEY)."
+)
+TASK_SET_HELP = (
+    "A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
+    "default: the domain's own tasks."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "

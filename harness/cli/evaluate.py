@@ -12,6 +12,7 @@ from harness.backends import InfrastructureError
 from harness.cli.common import (
     JUDGE_HELP,
     RETRIEVAL_KWARGS_HELP,
+    TASK_SET_HELP,
     console,
     fail,
     judge_option,
@@ -66,10 +67,16 @@ def evaluate(
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help=TASK_SET_HELP.removesuffix(".")
+        + " (evaluate: else the one the results file records).",
+    ),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from conversation.reference_texts import reference_texts
-    from harness.evaluate import check_domain, recorded_domain, tasks_of
+    from harness.evaluate import check_domain, recorded_domain, recorded_task_set, tasks_of
     from harness.evaluate_output import refuse_unfinished_run, write_regraded
 
     judge = judge_option(judge_llm, judge_llm_args)
@@ -77,7 +84,8 @@ def evaluate(
         document = load_results(input)
         domain = domain or recorded_domain(document, input)
         check_domain(document, domain, input)
-        loaded = load_domain(domain, data_dir)
+        task_set = task_set_name or recorded_task_set(document)
+        loaded = load_domain(domain, data_dir, task_set=task_set)
         if judge is not None and needs_judge(tasks_of(loaded, document)):
             check_models([judge_use(judge.for_texts(reference_texts(loaded.data_dir)))])
         options = _evaluate_options(

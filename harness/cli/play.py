@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from conversation.llm import DEFAULT_LLM
 from harness.backends import InfrastructureError
@@ -15,6 +16,7 @@ from harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
+    TASK_SET_HELP,
     console,
     fail,
     json_arg,
@@ -36,7 +38,7 @@ def ask(what: str, choices: list[str]) -> str:
     shown = ", ".join(choices[:30]) + (
         f", ... ({len(choices) - 30} more)" if len(choices) > 30 else ""
     )
-    console.print(f"{what}s: {shown}", highlight=False)
+    console.print(f"{what}s: {shown}", highlight=False, markup=False)  # ids hold [brackets]
     while True:
         try:
             answer = console.input(f"{what}> ").strip()
@@ -44,7 +46,7 @@ def ask(what: str, choices: list[str]) -> str:
             fail("play abandoned: no simulation was graded")
         if answer in choices:
             return answer
-        console.print(f"[red]no {what} '{answer}'[/] (one of the above)", highlight=False)
+        console.print(f"[red]no {what} '{escape(answer)}'[/] (one of the above)", highlight=False)
 
 
 def play(
@@ -71,6 +73,7 @@ def play(
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
@@ -101,7 +104,7 @@ def play(
 
     try:
         domain = domain or ask("domain", list(DOMAIN_NAMES))
-        loaded = load_domain(domain, data_dir)
+        loaded = load_domain(domain, data_dir, task_set=task_set_name)
         settings.task_id = task_id or ask("task id", list(loaded.task_ids(None)))
         sim = asyncio.run(go(loaded))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:

@@ -25,6 +25,7 @@ from harness.cli.common import (
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     REVIEW_LLM_HELP,
+    TASK_SET_HELP,
     console,
     fail,
     judge_option,
@@ -137,8 +138,7 @@ def run(
     task_set_name: str = typer.Option(
         None,
         "--task-set-name",
-        help="A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
-        "default: the domain's own tasks.",
+        help=TASK_SET_HELP,
     ),
     task_ids: list[str] = typer.Option(
         None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."

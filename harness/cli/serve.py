@@ -15,6 +15,7 @@ from harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
+    TASK_SET_HELP,
     fail,
     json_arg,
     judge_option,
@@ -92,6 +93,7 @@ def serve(
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from conversation.llm import DEFAULT_LLM
@@ -144,7 +146,7 @@ def serve(
         from harness.serve.app import create_serve_app
         from harness.serve.host import graceful_stop, make_hub
 
-        loaded = load_domain(domain, data_dir)
+        loaded = load_domain(domain, data_dir, task_set=task_set_name)
         sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await open_backend(loaded, server, server_token)

@@ -13,9 +13,9 @@ from typing import Any
 import typer
 
 from harness.backends import InfrastructureError
-from harness.cli.common import DOMAIN_HELP, console, fail, judge_option, load_domain
+from harness.cli.common import DOMAIN_HELP, TASK_SET_HELP, console, fail, judge_option, load_domain
 from harness.results import ResultsError, load_results
-from servers.engine.errors import EngineError
+from servers.engine.errors import EngineError, UnknownTaskSet
 from servers.surfaces import View, listing_as_shown, register_surface
 
 
@@ -86,11 +86,16 @@ def evaluate_trajs(
     max_concurrency: int = typer.Option(
         8, "--max-concurrency", min=1, help="Simulations replayed and graded at once."
     ),
+    task_set_name: str = typer.Option(
+        None,
+        "--task-set-name",
+        help=TASK_SET_HELP.removesuffix(".") + " (else the one each results file records).",
+    ),
 ) -> None:
     """Re-grade results files and show their figures (the reference's `evaluate-trajs`; the
     domain of each comes from its header)."""
     from harness.cli.evaluate import _evaluate, _evaluate_options
-    from harness.evaluate import recorded_domain
+    from harness.evaluate import recorded_domain, recorded_task_set
     from harness.evaluate_output import refuse_unfinished_run, write_regraded
     from harness.report import print_summary
 
@@ -105,7 +110,13 @@ def evaluate_trajs(
         console.rule(str(path))
         try:
             document = load_results(path)
-            domain = load_domain(recorded_domain(document, path), data_dir)
+            task_set = task_set_name or recorded_task_set(document)
+            try:
+                domain = load_domain(recorded_domain(document, path), data_dir, task_set=task_set)
+            except UnknownTaskSet as exc:
+                if task_set_name is not None:
+                    fail(str(exc))  # a wrong option, not a wrong file: stop before grading
+                raise
             differ = embedded_tasks_differ(document, domain)
             if differ and not fresh_tasks:
                 raise ValueError(

@@ -126,7 +126,9 @@ def generate_reference_texts(
         bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
         venv_python = str(bin_dir / "python")
         install = [venv_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        install += [str(project), *pins["reference_texts"].get("install_pins", [])]
+        # The `knowledge` extra: banking_knowledge's search pipelines (BM25, the model clients),
+        # which the dump builds to read what the reranker and the Qwen embedder send a model.
+        install += [f"{project}[knowledge]", *pins["reference_texts"].get("install_pins", [])]
         _run(install, "installing the reference release", INSTALL_TIMEOUT)
         out = work / "texts"
         shutil.copy(DUMP_SCRIPT, work / "dump.py")

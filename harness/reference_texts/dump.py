@@ -1,7 +1,8 @@
 """Write `tau2/reference_texts/` by asking the pinned reference release's own code what it shows a
 model: prompt templates, scenario layout, judge prompt, tool schemas and run defaults; the
-banking_knowledge retrieval configs (tools, policies, discoverable tools, golden documents) and
-telecom-workflow's policy; the review prompts and what a review returns.
+banking_knowledge retrieval configs (tools, policies, discoverable tools, golden documents, and
+what its reranker and Qwen embedder send a model) and telecom-workflow's policy; the review
+prompts and what a review returns.
 
 Runs with the interpreter of a throwaway virtualenv that has the release installed (see
 `harness.reference_texts.build`), never inside tau-mcp's own environment:
@@ -200,6 +201,27 @@ def trial_seeds(seed: int, count: int) -> list[int]:
 
 def sentinel(name: str, mark: str = "\x03") -> str:
     return f"{mark}{name}{mark}"
+
+
+def positional_template(rendered: str, sentinels: list[str]) -> str:
+    """A `str.format` template with one positional `{}` per sentinel, from text rendered with
+    the sentinels in those fields in this order (the text's own braces escaped)."""
+    text = rendered.replace("{", "{{").replace("}", "}}")
+    out, position = [], 0
+    for mark in sentinels:
+        at = text.find(mark, position)
+        if at < 0 or text.count(mark) != 1:
+            raise ValueError("a sentinel is missing, repeated or out of order in the rendered text")
+        out.append(text[position:at] + "{}")
+        position = at + len(mark)
+    return "".join(out) + text[position:]
+
+
+def text_before(sent: str, query: str) -> str:
+    """What a model call put before the query it was given (the query must end the text)."""
+    if not sent.endswith(query):
+        raise ValueError("the text sent does not end with the query")
+    return sent[: len(sent) - len(query)]
 
 
 # ------------------------------------------------------------------------------ the reference
@@ -911,6 +933,7 @@ def banking_values(ref: Reference) -> tuple[dict[str, Any], dict[str, Any]]:
             "user_tools_by_task": by_task,
         }
     )
+    values.update(model_text_values(retrieval, kb))
     tools = {
         "schemas": schemas,
         "agent": tool_names,
@@ -918,6 +941,106 @@ def banking_values(ref: Reference) -> tuple[dict[str, Any], dict[str, Any]]:
         "user_schemas": user_schemas,
     }
     return values, tools
+
+
+# What the network backends send a model besides the query and the documents. The release keeps
+# these in its retrieval modules rather than its data: the pointwise reranker's prompt and model,
+# and the instruction a Qwen embedding model gets before each query.
+PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
+
+
+@contextlib.contextmanager
+def placeholder_keys():
+    """API keys set to a placeholder for the block, so the release's clients can be built;
+    every call they would make is answered by a stand-in, so nothing is ever sent."""
+    saved = {name: os.environ.get(name) for name in PLACEHOLDER_KEYS}
+    os.environ.update({name: "tau-mcp-placeholder" for name in PLACEHOLDER_KEYS})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class ClientStandIn:
+    """Takes the place of an OpenAI client: records each chat or embedding request."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        completions = SimpleNamespace(parse=self._chat, create=self._chat)
+        self.beta = SimpleNamespace(chat=SimpleNamespace(completions=completions))
+        self.chat = SimpleNamespace(completions=completions)
+        self.embeddings = SimpleNamespace(create=self._embed)
+
+    def _chat(self, **kwargs: Any) -> Any:
+        self.requests.append(kwargs)
+        message = SimpleNamespace(parsed=None, content=None, refusal=None)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)])
+
+    def _embed(self, **kwargs: Any) -> Any:
+        self.requests.append(kwargs)
+        count = len(kwargs.get("input") or [])
+        return SimpleNamespace(data=[SimpleNamespace(embedding=[0.0]) for _ in range(count)])
+
+
+def rating_request(reranker: Any, query: str, passage: str) -> tuple[str, str]:
+    """(prompt template, model) of the reranker's request to rate one passage."""
+    client = ClientStandIn()
+    reranker.client = client
+    reranker._rate_passage(query, "doc", passage)
+    (request,) = client.requests
+    messages = request["messages"]
+    if len(messages) != 1 or messages[0]["role"] != "user":
+        raise ValueError(f"{BANKING}: the reranker does not send one user message")
+    return positional_template(messages[0]["content"], [query, passage]), request["model"]
+
+
+def query_request_text(encoder: Any, query: str) -> str:
+    """The text the query encoder's embedder sends a model for `query`."""
+    embedder = encoder._get_embedder()
+    client = ClientStandIn()
+    embedder.client = client
+    embedder.embed([query])
+    (request,) = client.requests
+    return request["input"][0]
+
+
+def model_text_values(retrieval: Any, knowledge_base: Any) -> dict[str, Any]:
+    """retrieval_model_texts: every config's search pipelines built as the release builds them
+    (indexing skipped, placeholder keys), their model calls answered by stand-ins; each
+    reranker's prompt and model, and what a query encoder puts before a query, must agree."""
+    from tau2.knowledge.pipeline import RetrievalPipeline
+
+    query, passage = sentinel("query", "\x06"), sentinel("document", "\x06")
+    rerankers: set[tuple[str, str]] = set()
+    prefixes: set[str] = set()
+    with placeholder_keys(), patched(RetrievalPipeline, "index_documents", lambda *a: None):
+        for name in retrieval.get_all_variant_names():
+            variant = retrieval.resolve_variant(name)
+            for spec in (variant.kb_search, variant.kb_search_bm25, variant.kb_search_dense):
+                if spec is None:
+                    continue
+                pipeline = retrieval._create_kb_pipeline(spec, knowledge_base)
+                for postprocessor in pipeline.postprocessors:
+                    rerankers.add(rating_request(postprocessor, query, passage))
+                for preprocessor in pipeline.input_preprocessors:
+                    prefix = text_before(query_request_text(preprocessor, query), query)
+                    if prefix:
+                        prefixes.add(prefix)
+    if len(rerankers) != 1 or len(prefixes) != 1:
+        raise ValueError(
+            f"{BANKING}: expected one reranker prompt and one query instruction, found "
+            f"{len(rerankers)} and {len(prefixes)}"
+        )
+    (prompt, model), (prefix,) = rerankers.pop(), prefixes
+    return {
+        "retrieval_model_texts.reranker_prompt": prompt,
+        "retrieval_model_texts.reranker_model": model,
+        "retrieval_model_texts.qwen_query_prefix": prefix,
+    }
 
 
 # ------------------------------------------------------------------------- review

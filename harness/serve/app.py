@@ -50,6 +50,17 @@ def channel_from_scope() -> MoveChannel:
     return simulation.channel
 
 
+def policy_from_scope() -> str:
+    """The agent's policy in the simulation of the current request (its task's, for a
+    retrieval config whose policy depends on the task)."""
+    from fastmcp.server.dependencies import get_http_request
+
+    simulation = get_http_request().scope.get("tau.simulation")
+    if simulation is None:  # pragma: no cover - the gateway always sets it
+        raise LookupError("no simulation for this MCP request")
+    return simulation.runner.policy_for(simulation.task)
+
+
 class _Asgi:
     """Marks a bound coroutine as a raw ASGI endpoint."""
 
@@ -64,7 +75,7 @@ class ServeApp:
     def __init__(self, hub: SimulationHub) -> None:
         self.hub = hub
         self.mcp = build_simulation_mcp(
-            hub.domain, channel_from_scope, hub.runner.variant
+            hub.domain, channel_from_scope, hub.runner.variant, policy_from_scope
         ).http_app(path="/mcp", json_response=True)
 
     @asynccontextmanager

@@ -4,6 +4,10 @@ the reference's names, texts, schemas and order when the data carries them), the
 ours, `send_message_to_user`, the agent's way to speak to the customer (the reference's agent
 speaks in plain assistant messages, which an MCP client cannot send). Every call is one agent
 move on the simulation named in the URL path.
+
+The server's instructions and its policy resource are the agent's policy. When a retrieval
+config makes the policy depend on the task (banking_knowledge's `golden_retrieval` puts the
+task's documents in it), both are the policy of the simulation the request is for.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import NotFoundError
-from fastmcp.resources import TextResource
+from fastmcp.resources import FunctionResource, TextResource
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool, ToolResult
 from mcp_types import TextContent, ToolAnnotations
@@ -45,6 +50,8 @@ SEND_MESSAGE_SCHEMA = {
 
 # Finds the channel of the simulation a request is for (from the HTTP request's scope).
 ChannelResolver = Callable[[], MoveChannel]
+# The agent's policy in the simulation a request is for.
+PolicyResolver = Callable[[], str]
 
 
 def _result(answer: Answer) -> ToolResult:
@@ -103,6 +110,28 @@ class UnknownToolsAsMoves(Middleware):
             return await _call(self.resolve, message.name, message.arguments or {})
 
 
+class TaskPolicy(Middleware):
+    """The policy of the simulation's own task as the server's instructions, in the answer to
+    the legacy `initialize` and to the sessionless protocol's `server/discover`."""
+
+    def __init__(self, resolve_policy: PolicyResolver) -> None:
+        self.resolve_policy = resolve_policy
+
+    async def on_initialize(self, context: MiddlewareContext, call_next) -> Any:
+        result = await call_next(context)
+        if result is None:
+            return None
+        return result.model_copy(update={"instructions": self.resolve_policy()})
+
+    async def on_discover(self, context: MiddlewareContext, call_next) -> Any:
+        result = await call_next(context)
+        if isinstance(result, mcp_types.DiscoverResult):
+            return result.model_copy(update={"instructions": self.resolve_policy()})
+        if isinstance(result, dict) and "serverInfo" in result:
+            return {**result, "instructions": self.resolve_policy()}
+        return result
+
+
 async def _shown_on_simulation_endpoint(
     domain: Domain, view: View, variant: str | None
 ) -> list[ShownTool]:
@@ -141,17 +170,27 @@ SIMULATION_ENDPOINT = register_surface(
 
 
 def build_simulation_mcp(
-    domain: Domain, resolve: ChannelResolver, variant: Variant | None = None
+    domain: Domain,
+    resolve: ChannelResolver,
+    variant: Variant | None = None,
+    resolve_policy: PolicyResolver | None = None,
 ) -> FastMCP:
     """One server for every simulation of the domain; the policy is its instructions. With a
-    retrieval config (banking_knowledge), its policy and its agent tools."""
-    policy = variant.policy(None) if variant is not None else domain.policy()
+    retrieval config (banking_knowledge), its policy and its agent tools; when that policy
+    depends on the task, `resolve_policy` gives the one of the simulation a request is for."""
+    per_task = variant is not None and variant.policy_per_task
+    if per_task and resolve_policy is None:
+        raise ValueError(f"retrieval config '{variant.name}' needs each simulation's own policy")
+    policy = None if per_task else variant.policy(None) if variant is not None else domain.policy()
+    middleware: list[Middleware] = [UnknownToolsAsMoves(resolve)]
+    if per_task:
+        middleware.append(TaskPolicy(resolve_policy))
     server = FastMCP(
         f"tau2-{domain.name}-simulation",
         instructions=policy,
         dereference_schemas=False,
         mask_error_details=False,
-        middleware=[UnknownToolsAsMoves(resolve)],
+        middleware=middleware,
     )
     listing = SIMULATION_ENDPOINT.tools(domain, "agent", variant_name(variant))
     for spec in listing.tools:
@@ -180,16 +219,19 @@ def build_simulation_mcp(
             resolve=resolve,
         )
     )
-    uri = f"tau2://{domain.name}/policy"
-    server.add_resource(
-        TextResource(
-            uri=uri,
-            name="policy",
-            title=f"{domain.name} agent policy",
-            text=policy,
-            mime_type="text/markdown",
+    uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
+    if per_task:
+        server.add_resource(
+            FunctionResource.from_function(
+                resolve_policy, uri=uri, name="policy", title=title, mime_type="text/markdown"
+            )
         )
-    )
+    else:
+        server.add_resource(
+            TextResource(
+                uri=uri, name="policy", title=title, text=policy, mime_type="text/markdown"
+            )
+        )
     schemas = {**listing.schemas(), SEND_MESSAGE: SEND_MESSAGE_SCHEMA}
     server._mcp_server.get_tool_input_schema = schemas.get
     return server

@@ -90,7 +90,8 @@ class Verification:
 
 
 def content_pins(pins: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The generated texts' pins: file -> {"sha256": ..., "values": [JSON paths]}."""
+    """The generated texts' pins: file -> {"sha256": ..., "values": [JSON paths]}, and
+    optionally "optional": {"sha256", "values"}, checked only where the file holds them."""
     return pins.get("reference_texts", {}).get("content_pins", {})
 
 
@@ -115,16 +116,33 @@ def content_sha256(document: Any, paths: list[str]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _has_value(document: Any, path: str) -> bool:
+    try:
+        value_at(document, path)
+    except KeyError:
+        return False
+    return True
+
+
 def _check_values(folder: Path, rel: str, pin: dict[str, Any]) -> str | None:
+    """A generated text against its content pin; its optional group (values that texts
+    generated before the group existed lack) only when the file holds any of them."""
     try:
         document = json.loads((folder / rel).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return f"{rel}: unreadable ({exc})"
-    try:
-        digest = content_sha256(document, pin["values"])
-    except KeyError as exc:
-        return f"{rel}: has no value at {exc.args[0]}"
-    return None if digest == pin["sha256"] else f"{rel}: values differ from the content pin"
+    groups = [(pin, "values")]
+    optional = pin.get("optional")
+    if optional and any(_has_value(document, path) for path in optional["values"]):
+        groups.append((optional, "optional values"))
+    for group, label in groups:
+        try:
+            digest = content_sha256(document, group["values"])
+        except KeyError as exc:
+            return f"{rel}: has no value at {exc.args[0]}"
+        if digest != group["sha256"]:
+            return f"{rel}: {label} differ from the content pin"
+    return None
 
 
 def verify_data_dir(

@@ -4,8 +4,8 @@ reranker and the shell sandbox, registered with `servers.knowledge.registry`.
 Each kind says what it needs from the machine, so a configuration that uses it is refused in
 one sentence when something is missing: the embedding provider's API key, the reranker's key and
 prompt, the Qwen query instruction, a working sandbox. The texts a model is sent (the reranker's
-prompt, Qwen's query instruction) come from the data folder or the configuration's kwargs, never
-from our code.
+prompt, Qwen's query instruction) come from the data folder (`tau-harness data fetch` writes them
+from the reference release's source) or the configuration's kwargs, never from our code.
 
 Indexes and the knowledge-base files are shared by every episode (hung off the knowledge base);
 a writable shell workspace belongs to the episode that uses it and goes when the episode ends.
@@ -89,7 +89,8 @@ def _embedding_requirements(params: Mapping[str, Any]) -> list[Requirement]:
         needs.append(
             _missing(
                 f"the query instruction for {model}, which the data folder does not hold "
-                f"({TEXTS_WHERE}.qwen_query_prefix; or pass query_prefix in the kwargs)"
+                f"(`tau-harness data fetch` writes it to {TEXTS_WHERE}.qwen_query_prefix; or "
+                "pass query_prefix in the kwargs)"
             )
         )
     return needs
@@ -142,7 +143,8 @@ def _reranker_requirements(params: Mapping[str, Any]) -> list[Requirement]:
         needs.append(
             _missing(
                 "the reranker's prompt, which the data folder does not hold "
-                f"({TEXTS_WHERE}.reranker_prompt; or pass reranker_prompt in the kwargs)"
+                f"(`tau-harness data fetch` writes it to {TEXTS_WHERE}.reranker_prompt; or "
+                "pass reranker_prompt in the kwargs)"
             )
         )
     elif _placeholders(prompt) != 2:

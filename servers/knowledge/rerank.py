@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from servers.knowledge import model_calls
 
 log = logging.getLogger(__name__)
-DEFAULT_MODEL = "gpt-5.2"
+DEFAULT_MODEL = "gpt-5.2"  # when neither the data (retrieval_model_texts) nor the kwargs name one
 DEFAULT_MAX_CONCURRENCY = 20
 Results = list[tuple[str, float]]
 

@@ -80,3 +80,57 @@ def shell_case_differs(case_id: str, command: str, got: str, want: str, folder: 
     if case_id in HOST_WORDING and not debian_12():
         return not (got.startswith("Error (exit code 1): ") and want.split(": ")[-1] in got)
     return got != want
+
+
+# --- the texts the network backends send a model, read off the recorded requests -------------
+
+
+def recorded_reranker_prompt() -> str:
+    """The reranker's prompt template (two `{}`: query, document), read off one recorded
+    request of the reference (test data, never our code)."""
+    step = embedding_requests()["configs"]["bm25_reranker"]["per_query"][0]
+    query = step["query"]
+    chat = next(r for r in step["requests"] if r["path"] == "/v1/chat/completions")
+    content = chat["body"]["messages"][0]["content"]
+    passage = max((d.content for d in banking_documents() if d.content in content), key=len)
+    at_query, at_passage = content.index(query), content.rindex(passage)
+    return (
+        content[:at_query].replace("{", "{{").replace("}", "}}")
+        + "{}"
+        + content[at_query + len(query) : at_passage].replace("{", "{{").replace("}", "}}")
+        + "{}"
+        + content[at_passage + len(passage) :].replace("{", "{{").replace("}", "}}")
+    )
+
+
+def recorded_query_prefix(config: str = "qwen_embeddings") -> str:
+    """What the reference put before each query of a dense config, read off its recorded
+    request (test data)."""
+    first = embedding_requests()["configs"][config]["per_query"][0]
+    sent = first["requests"][0]["body"]["input"][0]
+    return sent[: len(sent) - len(first["query"])]
+
+
+def data_with_model_texts(folder: Path, model_texts: dict | None) -> Path:
+    """A data folder like the reference data (linked, not copied) whose banking_knowledge
+    reference texts carry `retrieval_model_texts` (None: without the section), as the texts
+    `tau-harness data fetch` writes."""
+    texts = Path("tau2") / "reference_texts"
+    for entry in DATA_DIR.iterdir():
+        if entry.name != "tau2":
+            (folder / entry.name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / entry.name).symlink_to(entry)
+    for entry in (DATA_DIR / "tau2").iterdir():
+        if entry.name != "reference_texts":
+            (folder / "tau2").mkdir(parents=True, exist_ok=True)
+            (folder / "tau2" / entry.name).symlink_to(entry)
+    (folder / texts).mkdir(parents=True)
+    for entry in (DATA_DIR / texts).iterdir():
+        if entry.name != "banking_knowledge.json":
+            (folder / texts / entry.name).symlink_to(entry)
+    document = json.loads((DATA_DIR / texts / "banking_knowledge.json").read_text())
+    document.pop("retrieval_model_texts", None)
+    if model_texts is not None:
+        document["retrieval_model_texts"] = model_texts
+    (folder / texts / "banking_knowledge.json").write_text(json.dumps(document), encoding="utf-8")
+    return folder
