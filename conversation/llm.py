@@ -13,7 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
-from conversation import direct
+from conversation import collector, direct
 from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
@@ -39,7 +39,8 @@ def litellm_module():
     global _litellm
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        with collector.paused():  # ~435,000 objects that live as long as the process
+            import litellm
 
         litellm.suppress_debug_info = True
         litellm.drop_params = True

@@ -12,6 +12,11 @@ from conversation.messages import ChatMessage, Message
 from servers.engine.tasks import Task
 
 
+def passed(reward: float | None) -> bool:
+    """A reward of 1 (within float error): a pass, for the grader and the diagnosis alike."""
+    return reward is not None and abs(reward - 1.0) <= 1e-6
+
+
 @dataclass
 class Component:
     reward: float

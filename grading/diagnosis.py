@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conversation.messages import OUT_OF_SCOPE, TRANSFER, ChatMessage, Message, ToolMessage
+from grading.checks import passed
 from servers.engine.tasks import Action, Task
 
 VERSION = 1
@@ -46,10 +47,6 @@ _AFFIRMATION = re.compile(
     r"\b(yes|yeah|yep|confirm(ed)?|correct|go ahead|proceed|please do|sounds good)\b", re.I
 )
 _STOP_TOKENS = re.compile(r"###[A-Z-]+###")
-
-
-def passed(reward: float | None) -> bool:
-    return reward is not None and abs(reward - 1.0) <= 1e-6
 
 
 # --- the trajectory as calls ------------------------------------------------------------------

@@ -14,9 +14,13 @@ from typing import Any, Protocol
 
 from conversation.messages import Message
 from conversation.reference_texts import reference_texts
-from grading import diagnosis
-from grading.checks import Component, check_actions, check_communication, tool_calls_of
-from grading.db_diff import diff_changes, diff_states, limited
+from grading.checks import (
+    Component,
+    check_actions,
+    check_communication,
+    passed,
+    tool_calls_of,
+)
 from grading.gold import GoldChanges, gold_changes_of, gold_episode
 from grading.judge import Judge
 from servers.engine.domain import Domain
@@ -159,7 +163,11 @@ class Grader:
     ) -> dict[str, Any]:
         """The reward_info; a failed simulation's carries its diagnosis in `info.diagnosis`."""
         reward_info = await self._score(task, messages, termination, final)
-        if not diagnosis.passed(reward_info["reward"]):
+        if not passed(reward_info["reward"]):
+            # The diagnosis modules are imported at the first failure: a run that passes
+            # everything never loads them.
+            from grading import diagnosis
+
             reward_info["info"]["diagnosis"] = diagnosis.diagnose(
                 task,
                 messages,
@@ -178,6 +186,8 @@ class Grader:
         check = reward_info.get("db_check") or {}
         if check.get("db_match") is not False:
             return None
+        from grading.db_diff import diff_changes, diff_states, limited
+
         # A grading-only backend may lack either read.
         read_changes = getattr(self.backend, "changed_records", None)
         if read_changes is not None and self.domain.spec.hash_view is None:

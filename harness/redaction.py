@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -53,6 +54,7 @@ _SPLIT = re.compile(r"[^a-z0-9]+")
 _remembered: set[str] = set()
 
 
+@lru_cache(maxsize=4096)  # the environment's names are checked at every results write
 def is_secret_name(name: str) -> bool:
     """`api_key`, `openai_key`, `aws_secret_access_key`, `access_token`, `Authorization`,
     `apiKey`, ...; not `max_tokens` or `top_k` (plural counts and short names)."""

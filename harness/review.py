@@ -13,22 +13,16 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conversation.reference_prompts import user_guidelines_path
 from conversation.reference_texts import ReferenceTexts, reference_texts
-from grading.review import (
-    MODES,
-    ReviewInputs,
-    ReviewTexts,
-    failed_review,
-    review_cost,
-    review_simulation,
-    review_texts,
-)
 from harness.errors import ConfigError
 from harness.preflight import ModelUse
 from servers.engine.tasks import Task
+
+if TYPE_CHECKING:  # grading.review is imported when a review is made, not by every run
+    from grading.review import ReviewInputs, ReviewTexts
 
 REVIEWED_NAME = "results_reviewed.json"
 MODEL_HINT = "; or pass --review-llm MODEL"
@@ -43,6 +37,8 @@ class ReviewSettings:
 
 
 def check_mode(mode: str) -> str:
+    from grading.review import MODES
+
     if mode not in MODES:
         raise ConfigError(f"unknown review mode '{mode}': use full or user")
     return mode
@@ -60,6 +56,8 @@ class Reviewer:
 
     @classmethod
     def for_data(cls, settings: ReviewSettings, data_dir: Path | str | None) -> Reviewer:
+        from grading.review import review_texts
+
         check_mode(settings.mode)
         texts, prompts = review_texts(data_dir), reference_texts(data_dir)
         if texts is None or prompts is None:
@@ -74,6 +72,8 @@ class Reviewer:
         return ModelUse("review", self.model, {}, MODEL_HINT)
 
     async def review(self, inputs: ReviewInputs) -> dict[str, Any]:
+        from grading.review import review_simulation
+
         return await review_simulation(self.model, self.mode, self.texts, self.prompts, inputs)
 
     # --- run --auto-review -------------------------------------------------------------------
@@ -85,6 +85,8 @@ class Reviewer:
     async def attach(self, task: Task, sim: dict[str, Any], policy: str) -> None:
         """Review a finished simulation record and set its review fields; a failed model call
         raises (the simulation attempt fails with it, as in the reference)."""
+        from grading.review import ReviewInputs
+
         inputs = ReviewInputs(task, sim["messages"], self.plain_guidelines(), policy)
         sim.update(await self.review(inputs))
 
@@ -126,6 +128,8 @@ async def review_document(
     """The document with the selected simulations reviewed (the others left out, as the
     reference does). A review that raises is kept as the reference's empty review and listed
     in `failed`; a simulation whose task the file lacks is not reviewed."""
+    from grading.review import ReviewInputs, failed_review, review_cost
+
     sims = select(document["simulations"], task_ids, limit)
     info = document.get("info") or {}
     guidelines = (info.get("user_info") or {}).get("global_simulation_guidelines")

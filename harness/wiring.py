@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
+from conversation import collector
 from grading import Judge
 from harness import redaction
 from harness.backends import EpisodeBackend
@@ -35,11 +36,12 @@ def load_domain(
     reads nothing yet."""
     from servers.domains.registry import load_domains
 
-    domain = load_domains([name], data_dir, task_set)[name]
-    if ready == "load":
-        domain.load()
-    elif ready == "warm":
-        domain.warm()
+    with collector.paused():  # the domain's data lives as long as the process
+        domain = load_domains([name], data_dir, task_set)[name]
+        if ready == "load":
+            domain.load()
+        elif ready == "warm":
+            domain.warm()
     return domain
 
 

@@ -233,8 +233,8 @@ def litellm_module():
     sys.stderr.flush()
     return module
 llm.litellm_module = litellm_module
-from harness.cli import app
-app()
+from harness.cli import main
+main()  # what the tau-harness program runs
 """
 
 

@@ -1,6 +1,7 @@
 """`tau-harness`: run simulations, re-grade saved ones, and look at results.
 
-One module per command; this is the one place they are registered. A new command is a module
+One module per command; this is the one place they are registered (`COMMANDS`: a command's
+module is imported only when it runs or its help is shown). A new command is a module
 here with a typer command function (or a typer sub-app), added to the list below. Helpers
 every command shares (failing with one sentence, JSON options, domain, backend and judge
 set-up) are public in `harness.cli.common`.
@@ -8,31 +9,58 @@ set-up) are public in `harness.cli.common`.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
+from typing import NoReturn
 
 import typer
 
-from harness.cli import (
-    convert,
-    data,
-    evaluate,
-    export,
-    leaderboard,
-    play,
-    presets,
-    report,
-    review,
-    run,
-    serve,
-    submit,
-    tau2,
-    view,
+from conversation import collector
+from harness.cli.lazy import LazyCommand, LazyGroup
+
+# The commands, in the order `--help` lists them: name, module (harness.cli.*), attribute.
+# The reference's names for what some of them do follow ours (docs/from-tau2.md).
+_EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+COMMANDS = (
+    # extra arguments: `--task-ids a b c` as the reference takes them, and its voice and log
+    # options (harness.cli.tau2_options sorts them out)
+    LazyCommand("run", "harness.cli.run", "run", {"context_settings": _EXTRA_ARGS}),
+    LazyCommand("evaluate", "harness.cli.evaluate", "evaluate"),
+    LazyCommand("view", "harness.cli.view", "view"),
+    LazyCommand("report", "harness.cli.report", "report"),
+    LazyCommand("review", "harness.cli.review", "review"),
+    LazyCommand("play", "harness.cli.play", "play"),
+    LazyCommand("serve", "harness.cli.serve", "serve"),
+    LazyCommand("leaderboard", "harness.cli.leaderboard", "leaderboard"),
+    LazyCommand("convert-results", "harness.cli.convert", "convert_results"),
+    LazyCommand("presets", "harness.cli.presets", "presets"),
+    LazyCommand("domain", "harness.cli.tau2", "domain_doc"),
+    LazyCommand("intro", "harness.cli.tau2", "intro"),
+    LazyCommand("evaluate-trajs", "harness.cli.tau2", "evaluate_trajs"),
+    LazyCommand(
+        "check-data",
+        "harness.cli.data",
+        "verify",
+        {"help": "Check the data folder against the pinned reference release (= data verify)."},
+    ),
+    LazyCommand("start", "harness.cli.tau2", "start", {"context_settings": _EXTRA_ARGS}),
+    # groups of commands
+    LazyCommand("data", "harness.cli.data", "data_app"),
+    LazyCommand("export", "harness.cli.export", "export_app"),
+    LazyCommand("submit", "harness.cli.submit", "submit_app"),
 )
-from servers.cli_help import PlainFlagsGroup
+
+
+class HarnessGroup(LazyGroup):
+    """tau-harness's commands: each command's module is imported when it is used."""
+
+    lazy_commands = COMMANDS
+
 
 app = typer.Typer(
-    cls=PlainFlagsGroup,
+    cls=HarnessGroup,
     help="Run and grade tau2 simulations against tau-mcp servers.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # a crash report must not print model args (keys)
@@ -59,34 +87,43 @@ def _main(
     """Run and grade tau2 simulations against tau-mcp servers."""
 
 
-# --- the commands, in the order `--help` lists them -------------------------------------------
-app.command(context_settings=run.CONTEXT_SETTINGS)(run.run)
-app.command()(evaluate.evaluate)
-app.command()(view.view)
-app.command()(report.report)
-app.command()(review.review)
-app.command()(play.play)
-app.command()(serve.serve)
-app.add_typer(data.data_app, name="data")
-app.add_typer(export.export_app, name="export")
-app.add_typer(submit.submit_app, name="submit")
-app.command()(leaderboard.leaderboard)
-app.command("convert-results")(convert.convert_results)
-app.command()(presets.presets)
-app.command("domain")(tau2.domain_doc)
-app.command()(tau2.intro)
-# The reference's names for what the commands above do (docs/from-tau2.md).
-app.command("evaluate-trajs")(tau2.evaluate_trajs)
-app.command(
-    "check-data", help="Check the data folder against the pinned reference release (= data verify)."
-)(data.verify)
-app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(tau2.start)
-
-
 def main() -> None:  # pragma: no cover
+    """The `tau-harness` program (and `python -m harness`)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     sys.argv[1:] = bare_ray_flag(sys.argv[1:])
-    app()
+    collector.freeze_after_pauses()  # this process is ours (see conversation.collector)
+    try:
+        app()
+    except SystemExit as done:
+        exit_now(done.code)
+    exit_now(0)
+
+
+def exit_now(code: object) -> NoReturn:
+    """Exit with `code` as `sys.exit` would, without tearing the interpreter down.
+
+    Once a command is done, Python's finalization frees every object one by one: with litellm
+    loaded (its thousands of classes and pydantic models) that is ~0.8 s of CPU spent after the
+    command's last line, at the end of every run. The exit handlers still run (logging's
+    flush, litellm's callbacks, temporary folders, Ray's shutdown) and the standard streams are
+    flushed; only the teardown is skipped. With another thread still running, the normal exit
+    (which waits for it) is kept."""
+    if threading.active_count() > 1:
+        sys.exit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): the message on stderr, status 1
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be written to it
+            pass
+    os._exit(status)
 
 
 def bare_ray_flag(args: list[str]) -> list[str]:
@@ -99,4 +136,4 @@ def bare_ray_flag(args: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["app", "bare_ray_flag", "main"]
+__all__ = ["COMMANDS", "app", "bare_ray_flag", "exit_now", "main"]

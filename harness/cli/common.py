@@ -22,6 +22,7 @@ __all__ = [
     "JUDGE_HELP",
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
+    "REVIEW_LLM_HELP",
     "TASK_SET_HELP",
     "console",
     "fail",
@@ -45,6 +46,10 @@ RETRIEVAL_HELP = (
     "banking_knowledge: how the agent reaches the knowledge base (default: alltools, the "
     "reference's, which needs OPENAI_API_KEY and a sandbox; offline: no_knowledge, full_kb, "
     "golden_retrieval, bm25, bm25_grep, grep_only)."
+)
+REVIEW_LLM_HELP = (
+    "litellm model for the review (default: the reference's, from the data folder's "
+    "review.json: claude-opus-4-5, which needs ANTHROPIC_API_KEY)."
 )
 TASK_SET_HELP = (
     "A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "

@@ -9,15 +9,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness import redaction
-from harness.cli.common import console, fail
+from harness.cli.common import REVIEW_LLM_HELP, console, fail
 from harness.errors import ConfigError
 from harness.results import ResultsError, atomic_write, load_results, results_text
 from servers.engine.errors import DataError
-
-REVIEW_LLM_HELP = (
-    "litellm model for the review (default: the reference's, from the data folder's "
-    "review.json: claude-opus-4-5, which needs ANTHROPIC_API_KEY)."
-)
 
 
 def review(

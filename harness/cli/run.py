@@ -24,6 +24,7 @@ from harness.cli.common import (
     JUDGE_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
+    REVIEW_LLM_HELP,
     TASK_SET_HELP,
     console,
     fail,
@@ -34,7 +35,6 @@ from harness.cli.common import (
     retrieval_kwargs_option,
     split_ids,
 )
-from harness.cli.review import REVIEW_LLM_HELP
 from harness.cli.tau2_options import (
     Tau2OptionError,
     agent_name,
@@ -50,7 +50,6 @@ from harness.metrics import INFRA, is_success
 from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from harness.preflight import check_models, first_request_check, models_called
 from harness.prompt_sets import help_defaults
-from harness.report import print_summary
 from harness.results import ResultsError
 from harness.review import ReviewSettings, check_mode
 from harness.run_outcome import (
@@ -536,6 +535,8 @@ async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict
             # model request went out): the error alone, no empty bar.
             progress.update(bar, visible=False)
             raise
+    from harness.report import print_summary  # its modules are needed once, at the end
+
     print_summary(
         console,
         results.simulations,

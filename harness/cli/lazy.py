@@ -1,0 +1,88 @@
+"""Commands whose module is imported only when the command is used.
+
+`tau-harness run` should not pay for importing `submit`, `leaderboard`, `review`, `serve`...:
+together their modules (and what they import) cost ~0.1 s of CPU at every start. The program's
+group lists every command by name (`LazyCommand`); a command's module is imported, and its
+click command built the way typer builds it, when click asks for that command: to run it, or
+to show help (`tau-harness --help` asks for every command, for their one-line help).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import typer
+from typer.main import get_group
+
+from conversation import collector
+from servers.cli_help import PlainFlagsGroup
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """`name` runs `module:attribute`: a typer command function, or a typer sub-app (a group
+    of commands). `settings` are what `Typer.command()` takes (help, context_settings...)."""
+
+    name: str
+    module: str
+    attribute: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Any:
+        """The click command, made by typer from the imported function or sub-app."""
+        with collector.paused():  # modules live as long as the process
+            target = getattr(importlib.import_module(self.module), self.attribute)
+        holder = typer.Typer()
+        if isinstance(target, typer.Typer):
+            holder.add_typer(target, name=self.name)
+        else:
+            holder.command(self.name, **self.settings)(target)
+        return get_group(holder).commands[self.name]
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands: built ones, and lazy ones built on first lookup, in listing order."""
+
+    def __init__(self, built: MutableMapping[str, Any], lazy: tuple[LazyCommand, ...]) -> None:
+        self._built = built
+        self._lazy = {command.name: command for command in lazy}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            spec = self._lazy[name]  # KeyError for an unknown command, as a dict would raise
+            self._built[name] = spec.build()
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._lazy.pop(name, None)
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._built
+        yield from (name for name in self._lazy if name not in self._built)
+
+    def __len__(self) -> int:
+        return len(set(self._built) | set(self._lazy))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._built or name in self._lazy
+
+
+class LazyGroup(PlainFlagsGroup):
+    """A `PlainFlagsGroup` whose subclass names its commands in `lazy_commands`; they are
+    listed in that order (after any registered on the Typer app itself)."""
+
+    lazy_commands: tuple[LazyCommand, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands, self.lazy_commands)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # names only: nothing is imported to list them
