@@ -52,3 +52,25 @@ def test_every_evaluate_option_has_help():
     evaluate = command.get_command(typer.Context(command), "evaluate")
     bare = [p.opts[0] for p in evaluate.params if not getattr(p, "help", None)]
     assert bare == []
+
+
+@pytest.mark.parametrize("app", [harness_app, server_app], ids=["tau-harness", "tau-server"])
+def test_command_lists_show_each_summary_as_flowing_text(app):
+    """A command's summary in its group's list is the first paragraph of its help, rewrapped to
+    the terminal, not broken at the docstring's own line ends."""
+    from servers.cli_help import summary_line
+
+    for path in _command_paths(app):
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "400"})
+        root = typer.main.get_command(app)
+        group = root
+        for word in path:
+            group = group.get_command(typer.Context(group), word)
+        if not hasattr(group, "list_commands"):
+            continue
+        ctx = typer.Context(group)
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            line = summary_line(command.help or "")
+            # At 400 columns every summary fits on its row of the list, whole.
+            assert line[:150] in result.output, (path, name, result.output)
