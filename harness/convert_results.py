@@ -13,15 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.results import atomic_write, journal_path
+from harness.results_dir import META_FILE, SIMULATIONS_DIR, LayoutError, dir_paths
 from harness.results_layouts import (
-    META_FILE,
-    SIMULATIONS_DIR,
     Layout,
-    LayoutError,
     convert_document,
     detect,
     dir_files,
-    dir_paths,
     read,
     single_file_text,
 )

@@ -25,7 +25,7 @@ from typing import Any
 from conversation.messages import now
 from harness import redaction
 from harness.metrics import INFRA
-from harness.results_layouts import LayoutError, dir_paths, read_dir
+from harness.results_dir import LayoutError, dir_paths, read_dir
 from harness.results_shape import shape_problem
 
 

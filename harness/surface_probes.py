@@ -8,8 +8,10 @@ participant class under test in its seat, keeps the participant the runner built
 the run at the participant's first turn (the runner's cleanup deletes the episode); its probe
 then reads what that participant would send a model.
 
-`simulator/` does not import `harness/`, so the `llm` user's surface is registered here, next
-to the probe that builds it through the runner.
+The surfaces of the participants the runner builds are registered here, next to the probe
+that builds them through the runner: the `llm`, `solo` and `gt` agents (the runner imports the
+agents, so their modules cannot import the runner's probe back) and the `llm` user
+(`simulator/` does not import `harness/`).
 """
 
 from __future__ import annotations
@@ -102,3 +104,36 @@ async def _shown_to_user_model(domain: Domain, view: View, variant: str | None) 
 LLM_USER = register_surface(
     "llm user (model requests)", ("user",), _shown_to_user_model, narrows_user_tools=True
 )
+
+
+async def _shown_to_agent_model(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool] | None:
+    """The `tools` of the model requests of the agent the runner builds."""
+    from harness.agents.llm_agent import LLMAgent, SoloAgent
+
+    if view == "solo":
+        if not domain.supports_solo:
+            return None
+        agent = await captured_participant(domain, "agent", SoloAgent, solo=True, variant=variant)
+    else:
+        agent = await captured_participant(domain, "agent", LLMAgent, variant=variant)
+    return from_openai(agent.tool_schemas)
+
+
+#: The `llm` agent and the `solo` agent (agent tools, then user tools, then the finishing tool).
+LLM_AGENT = register_surface("llm agent (model requests)", ("agent",), _shown_to_agent_model)
+SOLO_AGENT = register_surface("solo agent (model requests)", ("solo",), _shown_to_agent_model)
+
+
+async def _shown_to_gt_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
+    from conversation.plan import gold_actions
+    from harness.agents.gt_agent import GTAgent
+
+    task = next(t for t in domain.tasks.values() if gold_actions(t))
+    agent = await captured_participant(domain, "agent", GTAgent, task=task, variant=variant)
+    return from_openai(agent.tool_schemas)
+
+
+#: The ground-truth-guided agent: the `tools` of its model requests (the `llm` agent's).
+GT_AGENT = register_surface("gt agent (model requests)", ("agent",), _shown_to_gt_model)

@@ -23,7 +23,7 @@ from servers.engine.domain import Domain
 from servers.engine.episode import EpisodeStore
 from servers.engine.tasks import Task
 from servers.engine.variants import VariantError
-from servers.knowledge import registry
+from servers.knowledge import backends, registry
 from servers.knowledge.documents import load_knowledge_base
 from servers.knowledge.sandbox import sandbox_problem
 from tests.support.data import CONFORMANCE_DIR, DATA_DIR
@@ -294,7 +294,7 @@ def test_registering_a_backend_kind_makes_its_configs_run(monkeypatch) -> None:
         lambda base, params: EchoShell(dict(params)),
         lambda params: [registry.env_var("TAU_TEST_SANDBOX", "a test sandbox")],
     )
-    monkeypatch.setattr(registry, "_KINDS", {**registry._KINDS, "shell": kind})
+    monkeypatch.setattr(backends, "_KINDS", {**backends._KINDS, "shell": kind})
     monkeypatch.delenv("TAU_TEST_SANDBOX", raising=False)
     catalog = variants()
     with pytest.raises(VariantError, match=r"needs TAU_TEST_SANDBOX \(a test sandbox\);"):

@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.data import data_app
+from servers.engine.data import load_pins
 from servers.engine.errors import DataError
 from servers.engine.pins import (
     archive_sources,
     content_pins,
     content_sha256,
     fetch_reference,
-    load_pins,
     verify_data_dir,
 )
 from tests.support.data import DATA_DIR

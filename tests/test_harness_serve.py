@@ -20,7 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.config import RunConfig
 from harness.results import journal_path, load_results
-from harness.serve.host import hosted, make_hub
+from harness.serve.host import hosted
+from harness.serve.simulation import make_hub
 from servers.engine.tool_listing import tool_listing
 from tests.support.fake_llm_server import text
 from tests.support.harness import domain_available, load, mcp_backend

@@ -140,8 +140,8 @@ def test_the_wheel_holds_every_package_and_the_data_and_nothing_test_only(wheel)
 def test_installed_wheel_runs_from_an_unrelated_folder(venv, clean_env, tmp_path):
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
-         "import harness, tau_mcp_data, servers.engine.data as d, servers.engine.pins as p; "
-         "print(harness.__file__, tau_mcp_data.__file__, d.DEMO_DIR, p.PINS_FILE, sep='\\n')"],
+         "import harness, tau_mcp_data, servers.engine.data as d; "
+         "print(harness.__file__, tau_mcp_data.__file__, d.DEMO_DIR, d.PINS_FILE, sep='\\n')"],
         cwd=tmp_path, env=clean_env, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert all(Path(p).is_relative_to(venv.resolve()) for p in where), where

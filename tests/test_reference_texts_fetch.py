@@ -23,13 +23,13 @@ from harness.cli import data as data_cli
 from harness.cli.data import data_app
 from harness.reference_texts import build, dump
 from servers.engine import pins as pinmod
+from servers.engine.data import load_pins
 from servers.engine.errors import DataError
 from servers.engine.pins import (
     archive_sources,
     content_pins,
     content_sha256,
     fetch_reference,
-    load_pins,
     value_at,
     verify_data_dir,
 )

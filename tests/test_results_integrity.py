@@ -168,7 +168,7 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
 
     from harness.backends.http import in_process_backend
     from harness.config import RunConfig
-    from harness.serve.host import make_hub
+    from harness.serve.simulation import make_hub
     from tests.support.harness import load
 
     async def go() -> None:

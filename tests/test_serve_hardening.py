@@ -19,7 +19,8 @@ import httpx2
 import pytest
 
 from harness.config import RunConfig, trial_seeds
-from harness.serve.host import hosted, make_hub
+from harness.serve.host import hosted
+from harness.serve.simulation import make_hub
 from servers.app import ServerSettings, create_app
 from servers.domains.registry import load_domains
 from servers.engine.data import DEMO_DIR

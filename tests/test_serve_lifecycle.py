@@ -28,8 +28,7 @@ from harness.config import RunConfig
 from harness.results import journal_path, load_results
 from harness.results_lock import lock_path
 from harness.serve.app import create_serve_app
-from harness.serve.host import make_hub
-from harness.serve.simulation import Conflict, SimulationHub, Unavailable
+from harness.serve.simulation import Conflict, SimulationHub, Unavailable, make_hub
 from tests.support.data import DEMO_DIR, ROOT
 from tests.support.harness import load
 from tests.support.server import free_port

@@ -12,9 +12,7 @@ from conversation import reference_prompts
 from conversation.plan import describe, gold_actions
 from harness.agents.base import AgentContext
 from harness.agents.llm_agent import LLMAgent, conversation_prompt
-from servers.engine.domain import Domain
 from servers.engine.tasks import Task
-from servers.surfaces import ShownTool, View, from_openai, register_surface
 
 OWN_STEPS_HEADING = "# Resolution steps (do or ask the customer to do these, in order)"
 
@@ -50,15 +48,3 @@ class GTAgent(LLMAgent):
             )
         steps = own_resolution_steps(self.context)
         return f"{conversation_prompt(self.context.policy)}\n\n{OWN_STEPS_HEADING}\n{steps}"
-
-
-async def _shown_to_gt_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
-    from harness.surface_probes import captured_participant
-
-    task = next(t for t in domain.tasks.values() if gold_actions(t))
-    agent = await captured_participant(domain, "agent", GTAgent, task=task, variant=variant)
-    return from_openai(agent.tool_schemas)
-
-
-#: The ground-truth-guided agent: the `tools` of its model requests (the `llm` agent's).
-GT_AGENT = register_surface("gt agent (model requests)", ("agent",), _shown_to_gt_model)

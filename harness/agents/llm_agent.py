@@ -6,9 +6,7 @@ from conversation import llm, reference_prompts
 from conversation.messages import STOP, ChatMessage
 from harness.agents.base import Agent, AgentContext, Incoming
 from harness.backends import ToolInfo
-from servers.engine.domain import Domain
 from servers.engine.tasks import Task
-from servers.surfaces import ShownTool, View, from_openai, register_surface
 
 CONVERSATION_GUIDANCE = """\
 You are the customer-service representative for this business, talking with a customer.
@@ -144,24 +142,3 @@ class SoloAgent(LLMAgent):
 
     def is_stop(self, message: ChatMessage) -> bool:
         return message.content is not None and self.stop_token in message.content
-
-
-async def _shown_to_agent_model(
-    domain: Domain, view: View, variant: str | None
-) -> list[ShownTool] | None:
-    """The `tools` of the model requests of the agent the runner builds (see
-    `harness.surface_probes`)."""
-    from harness.surface_probes import captured_participant
-
-    if view == "solo":
-        if not domain.supports_solo:
-            return None
-        agent = await captured_participant(domain, "agent", SoloAgent, solo=True, variant=variant)
-    else:
-        agent = await captured_participant(domain, "agent", LLMAgent, variant=variant)
-    return from_openai(agent.tool_schemas)
-
-
-#: The `llm` agent and the `solo` agent (agent tools, then user tools, then the finishing tool).
-LLM_AGENT = register_surface("llm agent (model requests)", ("agent",), _shown_to_agent_model)
-SOLO_AGENT = register_surface("solo agent (model requests)", ("solo",), _shown_to_agent_model)

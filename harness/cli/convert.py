@@ -9,7 +9,8 @@ import typer
 
 from harness.cli.common import console, fail
 from harness.results import ResultsError
-from harness.results_layouts import LAYOUTS, LayoutError
+from harness.results_dir import LayoutError
+from harness.results_layouts import LAYOUTS
 
 
 def convert_results(

@@ -144,7 +144,8 @@ def serve(
 
     async def main() -> None:
         from harness.serve.app import create_serve_app
-        from harness.serve.host import graceful_stop, make_hub
+        from harness.serve.host import graceful_stop
+        from harness.serve.simulation import make_hub
 
         loaded = load_domain(domain, data_dir, task_set=task_set_name)
         sock = bind_socket(host, port, policy.backlog)

@@ -11,7 +11,7 @@ import typer
 from harness.cli.common import console, fail
 from harness.leaderboard.schema import SchemaError
 from harness.results import ResultsError, load_results
-from harness.results_layouts import LayoutError
+from harness.results_dir import LayoutError
 from servers.cli_help import PlainFlagsGroup
 from servers.engine.errors import EngineError
 

@@ -20,7 +20,7 @@ from harness.leaderboard.metrics import BOARD_KS, domain_scores
 from harness.leaderboard.rules import Run, run_problems
 from harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from harness.results import ResultsError, load_results
-from harness.results_layouts import META_FILE
+from harness.results_dir import META_FILE
 
 
 @dataclass

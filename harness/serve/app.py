@@ -27,18 +27,21 @@ from starlette.types import Receive, Scope, Send
 
 from harness.redaction import redact
 from harness.serve.channel import MoveChannel
-from harness.serve.endpoint import build_simulation_mcp
+from harness.serve.endpoint import SEND_MESSAGE, build_simulation_mcp
 from harness.serve.simulation import (
     Conflict,
     Simulation,
     SimulationHub,
     Unavailable,
     UnknownTask,
+    make_hub,
 )
 from servers.auth import send_json_error
+from servers.engine.domain import Domain
 from servers.engine.errors import EngineError
 from servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
 from servers.limits import id_field, json_utf8, trial_field
+from servers.surfaces import ShownTool, View, register_surface, variant_name
 
 
 def channel_from_scope() -> MoveChannel:
@@ -74,8 +77,13 @@ class _Asgi:
 class ServeApp:
     def __init__(self, hub: SimulationHub) -> None:
         self.hub = hub
+        variant = hub.runner.variant
         self.mcp = build_simulation_mcp(
-            hub.domain, channel_from_scope, hub.runner.variant, policy_from_scope
+            hub.domain,
+            SIMULATION_ENDPOINT.tools(hub.domain, "agent", variant_name(variant)),
+            channel_from_scope,
+            variant,
+            policy_from_scope,
         ).http_app(path="/mcp", json_response=True)
 
     @asynccontextmanager
@@ -171,6 +179,40 @@ class ServeApp:
 def create_serve_app(hub: SimulationHub, guards: HttpGuards | None = None) -> Starlette:
     """The serve app behind the guard stack (default: loopback only, no token)."""
     return ServeApp(hub).build(guards or HttpGuards())
+
+
+async def _shown_on_simulation_endpoint(
+    domain: Domain, view: View, variant: str | None
+) -> list[ShownTool]:
+    """`tools/list` on a simulation's endpoint of a `tau-harness serve --retrieval-config
+    <variant>` app (in-process)."""
+    from harness.backends.http import in_process_backend
+    from harness.config import RunConfig
+    from servers.guards import LOOPBACK_HOSTS
+    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+
+    backend = await in_process_backend({domain.name: domain})
+    try:
+        config = RunConfig(domain.name, agent="mcp", user="scripted", retrieval_config=variant)
+        hub = make_hub(backend, domain, config)
+        app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
+        try:
+            async with running(app):
+                simulation = hub.create(next(iter(domain.tasks)))
+                return await listed_tools(app, simulation.mcp_path)
+        finally:
+            await hub.close()
+    finally:
+        await backend.close()
+
+
+#: `tau-harness serve`'s `/simulations/{id}/mcp` (and `run --agent cmd`'s, the same app).
+SIMULATION_ENDPOINT = register_surface(
+    "tau-harness serve /simulations/{id}/mcp",
+    ("agent",),
+    _shown_on_simulation_endpoint,
+    extra_tools=(SEND_MESSAGE,),
+)
 
 
 def _json(value: dict[str, Any]) -> Response:

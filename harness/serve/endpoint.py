@@ -28,11 +28,11 @@ from pydantic.json_schema import SkipJsonSchema
 from conversation.messages import ChatMessage, ToolCall
 from harness.serve.channel import Answer, MoveChannel
 from servers.engine.domain import Domain
+from servers.engine.tool_listing import ToolListing
 from servers.engine.variants import Variant
 from servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
 from servers.mcp_listing import tool_title
 from servers.mcp_tools import tool_annotations
-from servers.surfaces import ShownTool, View, register_surface, variant_name
 
 SEND_MESSAGE = "send_message_to_user"
 SEND_MESSAGE_DESCRIPTION = (
@@ -132,52 +132,17 @@ class TaskPolicy(Middleware):
         return result
 
 
-async def _shown_on_simulation_endpoint(
-    domain: Domain, view: View, variant: str | None
-) -> list[ShownTool]:
-    """`tools/list` on a simulation's endpoint of a `tau-harness serve --retrieval-config
-    <variant>` app (in-process)."""
-    from harness.backends.http import in_process_backend
-    from harness.config import RunConfig
-    from harness.serve.app import create_serve_app
-    from harness.serve.host import make_hub
-    from servers.guards import LOOPBACK_HOSTS
-    from servers.http_stack import HttpGuards
-    from servers.mcp_probe import PROBE_HOST, listed_tools, running
-
-    backend = await in_process_backend({domain.name: domain})
-    try:
-        config = RunConfig(domain.name, agent="mcp", user="scripted", retrieval_config=variant)
-        hub = make_hub(backend, domain, config)
-        app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
-        try:
-            async with running(app):
-                simulation = hub.create(next(iter(domain.tasks)))
-                return await listed_tools(app, simulation.mcp_path)
-        finally:
-            await hub.close()
-    finally:
-        await backend.close()
-
-
-#: `tau-harness serve`'s `/simulations/{id}/mcp` (and `run --agent cmd`'s, the same app).
-SIMULATION_ENDPOINT = register_surface(
-    "tau-harness serve /simulations/{id}/mcp",
-    ("agent",),
-    _shown_on_simulation_endpoint,
-    extra_tools=(SEND_MESSAGE,),
-)
-
-
 def build_simulation_mcp(
     domain: Domain,
+    listing: ToolListing,
     resolve: ChannelResolver,
     variant: Variant | None = None,
     resolve_policy: PolicyResolver | None = None,
 ) -> FastMCP:
-    """One server for every simulation of the domain; the policy is its instructions. With a
-    retrieval config (banking_knowledge), its policy and its agent tools; when that policy
-    depends on the task, `resolve_policy` gives the one of the simulation a request is for."""
+    """One server for every simulation of the domain; the policy is its instructions, the agent
+    tools of `listing` (the serve surface's, `harness.serve.app.SIMULATION_ENDPOINT`) its moves.
+    With a retrieval config (banking_knowledge), its policy; when that policy depends on the
+    task, `resolve_policy` gives the one of the simulation a request is for."""
     per_task = variant is not None and variant.policy_per_task
     if per_task and resolve_policy is None:
         raise ValueError(f"retrieval config '{variant.name}' needs each simulation's own policy")
@@ -192,7 +157,6 @@ def build_simulation_mcp(
         mask_error_details=False,
         middleware=middleware,
     )
-    listing = SIMULATION_ENDPOINT.tools(domain, "agent", variant_name(variant))
     for spec in listing.tools:
         server.add_tool(
             MoveTool(

@@ -8,14 +8,10 @@ import contextlib
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.backends import EpisodeBackend
-from harness.config import RunConfig
 from harness.serve.app import create_serve_app
-from harness.serve.simulation import SimulationHub, serve_simulations
-from servers.engine.domain import Domain
+from harness.serve.simulation import SimulationHub
 from servers.guards import allowed_hosts_for
 from servers.http_server import ConnectionPolicy, bind_socket, uvicorn_server
 from servers.http_stack import HttpGuards
@@ -48,12 +44,6 @@ def graceful_stop(server: uvicorn.Server) -> Iterator[list[int]]:
     finally:
         for number in handled:
             loop.remove_signal_handler(number)
-
-
-def make_hub(
-    backend: EpisodeBackend, domain: Domain, config: RunConfig, save_to: Path | None = None
-) -> SimulationHub:
-    return SimulationHub(serve_simulations(backend, domain, config), save_to)
 
 
 @contextlib.asynccontextmanager

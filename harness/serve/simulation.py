@@ -347,12 +347,20 @@ class SimulationHub:
             self.results.finish()
 
 
+def make_hub(
+    backend: EpisodeBackend, domain: Domain, config: RunConfig, save_to: Path | None = None
+) -> SimulationHub:
+    """A serve app's simulations of `domain`, finished ones appended to `save_to`."""
+    return SimulationHub(serve_simulations(backend, domain, config), save_to)
+
+
 __all__ = [
     "Conflict",
     "Simulation",
     "SimulationHub",
     "Unavailable",
     "UnknownTask",
+    "make_hub",
     "serve_config",
     "serve_simulations",
 ]

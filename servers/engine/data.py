@@ -28,6 +28,22 @@ def bundled(name: str) -> Path:
 
 
 DEMO_DIR = bundled("demo")
+PINS_FILE = bundled("reference_pins.json")
+
+
+def load_pins(path: Path = PINS_FILE) -> dict[str, Any]:
+    """The pin list of the reference release (`servers.engine.pins` checks a folder against it)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read the pin list {path}: {exc}") from None
+
+
+def default_cache_dir(pins: dict[str, Any] | None = None) -> Path:
+    """Where `tau-harness data fetch` puts the pinned release (one folder per pinned commit)."""
+    pins = pins or load_pins()
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "tau-mcp" / f"tau2-data-{pins['commit'][:12]}"
 
 
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -35,8 +51,6 @@ def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     `tau-harness data fetch` downloaded, else our bundled demo set (mock domain only)."""
     raw = explicit if explicit not in (None, "") else os.environ.get(ENV_VAR)
     if raw in (None, ""):
-        from servers.engine.pins import default_cache_dir
-
         fetched = default_cache_dir()
         return fetched if (fetched / "tau2" / "domains").is_dir() else DEMO_DIR
     path = Path(raw).expanduser().resolve()

@@ -24,24 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servers.engine.data import bundled
+from servers.engine.data import default_cache_dir, load_pins
 from servers.engine.errors import DataError
 
-PINS_FILE = bundled("reference_pins.json")
 ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
-
-
-def load_pins(path: Path = PINS_FILE) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read the pin list {path}: {exc}") from None
-
-
-def default_cache_dir(pins: dict[str, Any] | None = None) -> Path:
-    pins = pins or load_pins()
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "tau-mcp" / f"tau2-data-{pins['commit'][:12]}"
 
 
 def _sha256(path: Path) -> str:

@@ -1,5 +1,6 @@
 """The backend kinds that need a network or a shell: embedding retrievers, the pointwise LLM
-reranker and the shell sandbox, registered with `servers.knowledge.registry`.
+reranker and the shell sandbox, registered in `servers.knowledge.backends`
+(the registry imports this module, so every kind is there when a configuration is resolved).
 
 Each kind says what it needs from the machine, so a configuration that uses it is refused in
 one sentence when something is missing: the embedding provider's API key, the reranker's key and
@@ -19,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from servers.engine.call_context import current_episode
+from servers.knowledge.backends import BackendKind, Requirement, env_var, register
 from servers.knowledge.documents import KnowledgeBase
-from servers.knowledge.registry import BackendKind, Requirement, env_var, register
 
 TEXTS_WHERE = "tau2/reference_texts/banking_knowledge.json, retrieval_model_texts"
 
