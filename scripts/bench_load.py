@@ -129,30 +129,43 @@ class Tally:
         return True
 
 
-async def one_client(base: str, domain: str, calls: int, think: float, tally: Tally) -> None:
+async def _calls(
+    client: httpx2.AsyncClient, mcp_path: str, domain: str, calls: int, think: float, tally: Tally
+) -> None:
+    """`calls` read-only tool calls on an MCP endpoint, each after a random pause."""
     name, args = READ_CALL[domain]
+    for index in range(calls):
+        await asyncio.sleep(random.uniform(0, think))
+        body = {
+            "jsonrpc": "2.0",
+            "id": index,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": META},
+        }
+        await tally.send(
+            client,
+            "POST",
+            mcp_path,
+            content=json.dumps(body),
+            headers={**HEADERS, "mcp-name": name},
+        )
+
+
+async def _created(client: httpx2.AsyncClient, path: str, body: dict, tally: Tally) -> dict | None:
+    created = await client.post(path, json=body)
+    tally.requests += 1
+    if created.status_code != 201:
+        tally.http_errors[created.status_code] += 1
+        return None
+    return created.json()
+
+
+async def one_client(base: str, domain: str, calls: int, think: float, tally: Tally) -> None:
     async with httpx2.AsyncClient(base_url=base, timeout=120) as client:
-        created = await client.post(f"/{domain}/episodes", json={})
-        tally.requests += 1
-        if created.status_code != 201:
-            tally.http_errors[created.status_code] += 1
+        ref = await _created(client, f"/{domain}/episodes", {}, tally)
+        if ref is None:
             return
-        ref = created.json()
-        for index in range(calls):
-            await asyncio.sleep(random.uniform(0, think))
-            body = {
-                "jsonrpc": "2.0",
-                "id": index,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": args, "_meta": META},
-            }
-            await tally.send(
-                client,
-                "POST",
-                ref["agent_mcp"],
-                content=json.dumps(body),
-                headers={**HEADERS, "mcp-name": name},
-            )
+        await _calls(client, ref["agent_mcp"], domain, calls, think, tally)
         await tally.send(client, "DELETE", f"/{domain}/episodes/{ref['episode_id']}")
 
 
@@ -160,29 +173,12 @@ async def one_serve_client(
     base: str, domain: str, calls: int, think: float, tally: Tally, task_id: str, trial: int
 ) -> None:
     """One outside agent on `tau-harness serve`: a simulation, its tool calls, its end."""
-    name, args = READ_CALL[domain]
     async with httpx2.AsyncClient(base_url=base, timeout=120) as client:
-        created = await client.post("/simulations", json={"task_id": task_id, "trial": trial})
-        tally.requests += 1
-        if created.status_code != 201:
-            tally.http_errors[created.status_code] += 1
+        body = {"task_id": task_id, "trial": trial}
+        simulation = await _created(client, "/simulations", body, tally)
+        if simulation is None:
             return
-        simulation = created.json()
-        for index in range(calls):
-            await asyncio.sleep(random.uniform(0, think))
-            body = {
-                "jsonrpc": "2.0",
-                "id": index,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": args, "_meta": META},
-            }
-            await tally.send(
-                client,
-                "POST",
-                simulation["mcp"],
-                content=json.dumps(body),
-                headers={**HEADERS, "mcp-name": name},
-            )
+        await _calls(client, simulation["mcp"], domain, calls, think, tally)
         await tally.send(client, "POST", f"/simulations/{simulation['simulation_id']}/end")
 
 
