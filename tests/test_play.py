@@ -34,24 +34,17 @@ def _spawn(args: list[str], tmp_path: Path):
     )
 
 
+def _play_demo_as_agent(saved: Path) -> list[str]:
+    """`play` as the agent of the demo's create task, against the scripted customer."""
+    return [
+        "play", "--domain", "mock", "--task-id", "demo_create", "--user", "scripted",
+        "--data-dir", str(DEMO), "--save-to", str(saved),
+    ]  # fmt: skip
+
+
 def test_person_plays_the_agent_and_is_graded(tmp_path):
     saved = tmp_path / "played.json"
-    child = _spawn(
-        [
-            "play",
-            "--domain",
-            "mock",
-            "--task-id",
-            "demo_create",
-            "--user",
-            "scripted",
-            "--data-dir",
-            str(DEMO),
-            "--save-to",
-            str(saved),
-        ],
-        tmp_path,
-    )
+    child = _spawn(_play_demo_as_agent(saved), tmp_path)
     child.expect("create_task\\(user_id: string, title: string")  # tools with parameters
     child.expect("agent> ")
     child.sendline("create_task(user_id='chidi', title=\"Book flights to Lagos\")")
@@ -106,22 +99,7 @@ def test_mistyped_calls_are_refused_and_asked_again(tmp_path):
     with the reason and the prompt comes back; it never reaches the customer as chat, so the
     game goes on and is won. The customer's last words are shown before the grade."""
     saved = tmp_path / "played.json"
-    child = _spawn(
-        [
-            "play",
-            "--domain",
-            "mock",
-            "--task-id",
-            "demo_create",
-            "--user",
-            "scripted",
-            "--data-dir",
-            str(DEMO),
-            "--save-to",
-            str(saved),
-        ],
-        tmp_path,
-    )
+    child = _spawn(_play_demo_as_agent(saved), tmp_path)
     refused = {
         "create_tsk(user_id='chidi', title='Book flights to Lagos')": (
             "no tool named 'create_tsk' on your side; did you mean create_task?"
