@@ -7,7 +7,7 @@ vLLM model), and response objects. For providers litellm serves through its Open
 this module keeps litellm for what users depend on (model strings, provider resolution,
 parameter mapping and dropping, and the request body: litellm's own `transform_request` builds
 it) but does that resolution once per call shape, builds and encodes the part of the body that
-does not change (parameters, tool schemas) once per tool list (`conversation.wire_json`), posts
+does not change (parameters, tool schemas) once per tool list (`tau_mcp.conversation.wire_json`), posts
 the body on one kept-alive HTTP client, reads the reply as plain JSON and prices it from
 litellm's price list only for models it knows.
 
@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from conversation import wire_json
+from tau_mcp.conversation import wire_json
 
 DIRECT_PROVIDERS = frozenset({"openai"})
 # Sampling arguments litellm maps through `get_optional_params`; anything else takes litellm's

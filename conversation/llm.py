@@ -13,8 +13,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
-from conversation import collector, direct
-from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
+from tau_mcp.conversation import collector, direct
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
 _litellm = None
@@ -109,7 +109,7 @@ async def generate(
 ) -> ChatMessage:
     """One model reply as a message with the given role, carrying cost and token usage.
 
-    OpenAI-compatible models take litellm's cheap route (`conversation.direct`): the same request
+    OpenAI-compatible models take litellm's cheap route (`tau_mcp.conversation.direct`): the same request
     body, built by litellm once per call shape, without its per-call bookkeeping."""
     litellm = litellm_module()
     kwargs = dict(llm_args)

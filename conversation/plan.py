@@ -7,7 +7,7 @@ speaks, the agent does a run of its actions right after the user speaks.
 
 from __future__ import annotations
 
-from servers.engine.tasks import Action, Task
+from tau_mcp.servers.engine.tasks import Action, Task
 
 
 def gold_actions(task: Task) -> list[Action]:

@@ -1,4 +1,4 @@
-"""Building model requests from the reference texts (see `conversation.reference_texts`).
+"""Building model requests from the reference texts (see `tau_mcp.conversation.reference_texts`).
 
 Every sentence a model sees comes from the data folder; this module only applies the rules the
 texts describe: filling templates, laying out the user scenario, numbering resolution steps,
@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from conversation.messages import ChatMessage, Message, ToolMessage
-from conversation.reference_texts import ReferenceTexts
-from servers.engine.tasks import Action, Task
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
+from tau_mcp.conversation.reference_texts import ReferenceTexts
+from tau_mcp.servers.engine.tasks import Action, Task
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _INDENTED_PLACEHOLDER = re.compile(r"(\s+)\{(\w+)\}")

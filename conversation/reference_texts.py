@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from servers.engine.data import load_structured, read_text
-from servers.engine.errors import DataError
+from tau_mcp.servers.engine.data import load_structured, read_text
+from tau_mcp.servers.engine.errors import DataError
 
 FOLDER = Path("tau2") / "reference_texts"
 PROMPTS_FILE = "prompts.json"

@@ -1,7 +1,7 @@
 """What a conversation participant sees of a side's tools: descriptions, results, a session.
 
 The orchestrator hands agents and simulated users a `ToolSession`; whether it is an MCP client
-over HTTP or the engine in-process is the backend's business (see `harness.backends`).
+over HTTP or the engine in-process is the backend's business (see `tau_mcp.harness.backends`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from conversation.errors import InfrastructureError
+from tau_mcp.conversation.errors import InfrastructureError
 
 Side = Literal["agent", "user"]
 #: Where a tool result's `_meta` carries what the call's own model calls cost (dollars), e.g. a

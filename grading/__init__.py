@@ -6,7 +6,7 @@ A peer below the server and the harness: it imports the engine and the conversat
 only, so the server (its Eval Protocol grade) and the harness (runs, re-grades) share one grader.
 """
 
-from grading.grader import Grader
-from grading.judge import Judge
+from tau_mcp.grading.grader import Grader
+from tau_mcp.grading.judge import Judge
 
 __all__ = ["Grader", "Judge"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversation.messages import ChatMessage, Message
-from servers.engine.tasks import Task
+from tau_mcp.conversation.messages import ChatMessage, Message
+from tau_mcp.servers.engine.tasks import Task
 
 
 def passed(reward: float | None) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from servers.engine.cow import BaseState
+from tau_mcp.servers.engine.cow import BaseState
 
 #: Rows kept per diagnosis; the count of the rest is reported beside them.
 MAX_ROWS = 40

@@ -1,7 +1,7 @@
 """Why a simulation failed, from what the grader already has: no model, no cost.
 
 `diagnose` reads the trajectory, the task's criteria, the grader's reward_info and, when the DB
-check failed, the rows where the final state differs from the gold state (`grading.db_diff`).
+check failed, the rows where the final state differs from the gold state (`tau_mcp.grading.db_diff`).
 It returns the evidence per failed component, the ending, tool errors per side, the first turn
 that left the gold plan, and one category from `CATEGORIES` with the side it falls on. A
 passing simulation gets no diagnosis. docs/diagnosis.md says how each category is decided and
@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from conversation.messages import OUT_OF_SCOPE, TRANSFER, ChatMessage, Message, ToolMessage
-from grading.checks import passed
-from servers.engine.tasks import Action, Task
+from tau_mcp.conversation.messages import OUT_OF_SCOPE, TRANSFER, ChatMessage, Message, ToolMessage
+from tau_mcp.grading.checks import passed
+from tau_mcp.servers.engine.tasks import Action, Task
 
 VERSION = 1
 
@@ -302,7 +302,7 @@ def diagnose(
     db_diff: tuple[list[dict[str, Any]], int] | None = None,
 ) -> dict[str, Any] | None:
     """The diagnosis of a simulation, or None when it passed. `db_diff` is the (rows, rows
-    left out) of `grading.db_diff.diff_states`, given only when the DB check failed."""
+    left out) of `tau_mcp.grading.db_diff.diff_states`, given only when the DB check failed."""
     if termination != INFRA and reward_info is not None and passed(reward_info.get("reward")):
         return None
     info = reward_info or {}

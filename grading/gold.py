@@ -8,10 +8,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from servers.engine.cow import BaseState
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode
-from servers.engine.tasks import Task
+from tau_mcp.servers.engine.cow import BaseState
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode
+from tau_mcp.servers.engine.tasks import Task
 
 
 def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
@@ -22,7 +22,7 @@ def gold_hashes_of(domain: Domain, task: Task) -> dict[str, str | None]:
 @dataclass(frozen=True)
 class GoldChanges:
     """The gold state as the diagnosis compares it: `Episode.changed_records()` of the gold
-    episode, and the base each database's changes are over (`grading.db_diff.diff_changes`)."""
+    episode, and the base each database's changes are over (`tau_mcp.grading.db_diff.diff_changes`)."""
 
     records: dict[str, Any]
     bases: dict[str, BaseState | None]

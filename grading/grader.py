@@ -2,7 +2,7 @@
 
 DB: the finished episode's agent and user DB hashes against the gold ones (the task's initial
 state plus its gold actions, applied once per task on a local engine episode the way the
-reference's grader applies them: see `grading.gold`). ENV_ASSERTION: the
+reference's grader applies them: see `tau_mcp.grading.gold`). ENV_ASSERTION: the
 task's assertions run server-side on the finished episode. ACTION, COMMUNICATE: from the
 trajectory. NL_ASSERTION: an LLM judge. The reward is the product over the task's basis.
 """
@@ -12,21 +12,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from conversation.messages import Message
-from conversation.reference_texts import reference_texts
-from grading.checks import (
+from tau_mcp.conversation.messages import Message
+from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.grading.checks import (
     Component,
     check_actions,
     check_communication,
     passed,
     tool_calls_of,
 )
-from grading.gold import GoldChanges, gold_changes_of, gold_episode
-from grading.judge import Judge
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode
-from servers.engine.lru import LruCache
-from servers.engine.tasks import Task
+from tau_mcp.grading.gold import GoldChanges, gold_changes_of, gold_episode
+from tau_mcp.grading.judge import Judge
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode
+from tau_mcp.servers.engine.lru import LruCache
+from tau_mcp.servers.engine.tasks import Task
 
 GRADED_ENDINGS = {"agent_stop", "user_stop"}
 GOLD_EPISODES_KEPT = 256
@@ -166,7 +166,7 @@ class Grader:
         if not passed(reward_info["reward"]):
             # The diagnosis modules are imported at the first failure: a run that passes
             # everything never loads them.
-            from grading import diagnosis
+            from tau_mcp.grading import diagnosis
 
             reward_info["info"]["diagnosis"] = diagnosis.diagnose(
                 task,
@@ -186,7 +186,7 @@ class Grader:
         check = reward_info.get("db_check") or {}
         if check.get("db_match") is not False:
             return None
-        from grading.db_diff import diff_changes, diff_states, limited
+        from tau_mcp.grading.db_diff import diff_changes, diff_states, limited
 
         # A grading-only backend may lack either read.
         read_changes = getattr(self.backend, "changed_records", None)

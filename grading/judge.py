@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conversation import llm, reference_prompts
-from conversation.errors import ConfigError, InfrastructureError
-from conversation.messages import ChatMessage, Message
-from conversation.reference_texts import ReferenceTexts
+from tau_mcp.conversation import llm, reference_prompts
+from tau_mcp.conversation.errors import ConfigError, InfrastructureError
+from tau_mcp.conversation.messages import ChatMessage, Message
+from tau_mcp.conversation.reference_texts import ReferenceTexts
 
 JUDGE_INSTRUCTIONS = """\
 You grade customer-service conversations. You get a transcript between a support agent and a

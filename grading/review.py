@@ -21,12 +21,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from conversation import llm
-from conversation.reference_prompts import fill, render_scenario
-from conversation.reference_texts import FOLDER, ReferenceTexts
-from servers.engine.data import load_structured
-from servers.engine.errors import DataError
-from servers.engine.tasks import Task
+from tau_mcp.conversation import llm
+from tau_mcp.conversation.reference_prompts import fill, render_scenario
+from tau_mcp.conversation.reference_texts import FOLDER, ReferenceTexts
+from tau_mcp.servers.engine.data import load_structured
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.tasks import Task
 
 REVIEW_FILE = "review.json"
 MODES = ("full", "user")
@@ -183,7 +183,7 @@ def full_review_request(
             "user_instructions": render_scenario(prompts, inputs.task.user_scenario),
             "example_action_trajectory": render_actions(texts, inputs.task),
             "natural_language_assertions": render_assertions(inputs.task),
-            "conversation": render_trajectory(texts, inputs.messages),
+            "tau_mcp.conversation": render_trajectory(texts, inputs.messages),
         },
     )
     return [
@@ -201,7 +201,7 @@ def user_review_request(
         rules["user_prompt_template"],
         {
             "user_instructions": render_scenario(prompts, inputs.task.user_scenario),
-            "conversation": render_trajectory(texts, user_visible(inputs.messages)),
+            "tau_mcp.conversation": render_trajectory(texts, user_visible(inputs.messages)),
         },
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -209,7 +209,9 @@ def user_review_request(
 
 def auth_request(texts: ReviewTexts, messages: list[Any]) -> list[dict[str, str]]:
     rules = texts.section("auth_classifier")
-    user = fill(rules["user_prompt_template"], {"conversation": render_trajectory(texts, messages)})
+    user = fill(
+        rules["user_prompt_template"], {"tau_mcp.conversation": render_trajectory(texts, messages)}
+    )
     return [
         {"role": "system", "content": rules["system_prompt"]},
         {"role": "user", "content": user},

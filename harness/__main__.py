@@ -1,5 +1,5 @@
 """`python -m harness ...` is `tau-harness ...`."""
 
-from harness.cli import main
+from tau_mcp.harness.cli import main
 
 main()

@@ -10,13 +10,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from grading import Judge
-from harness.errors import ConfigError
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.review import ReviewSettings
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.engine.tasks import Task
+from tau_mcp.grading import Judge
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.review import ReviewSettings
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.tasks import Task
 
 DEFAULT_SEED = 300
 
@@ -49,7 +49,7 @@ class RunConfig:
     save_to: Path | None = None
     #: `--auto-review`: the reference's LLM review of each simulation as it finishes.
     review: ReviewSettings | None = None
-    #: The run preset that filled options (harness.presets.record), kept in the header.
+    #: The run preset that filled options (tau_mcp.harness.presets.record), kept in the header.
     preset: dict[str, Any] | None = None
     #: A domain with retrieval configs (banking_knowledge): the config and its kwargs (None:
     #: the reference's default, alltools).

@@ -1,18 +1,18 @@
 """Errors that stop a whole run (as opposed to one simulation, which is retried).
 
-Defined in `conversation.errors`, below the grader and the simulated user, which raise them too.
+Defined in `tau_mcp.conversation.errors`, below the grader and the simulated user, which raise them too.
 """
 
 from __future__ import annotations
 
-from conversation.errors import ConfigError, InfrastructureError
+from tau_mcp.conversation.errors import ConfigError, InfrastructureError
 
 __all__ = ["ConfigError", "InfrastructureError", "ServerGone", "run_stop"]
 
 
 class ServerGone(ConfigError):
     """The tau-server the run talks to stopped accepting connections and did not come back
-    within `harness.backends.exchange.DEAD_SERVER_S`: every further simulation would only burn
+    within `tau_mcp.harness.backends.exchange.DEAD_SERVER_S`: every further simulation would only burn
     its retries on it, so the run stops (its results file stays resumable)."""
 
 

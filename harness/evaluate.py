@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from conversation.messages import parse_message
-from grading import Grader
-from harness.backends import EpisodeBackend
-from harness.metrics import INFRA
-from harness.task_group import gather_or_cancel
-from servers.engine.domain import Domain
+from tau_mcp.conversation.messages import parse_message
+from tau_mcp.grading import Grader
+from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.task_group import gather_or_cancel
+from tau_mcp.servers.engine.domain import Domain
 
 SOLO_AGENTS = {"solo", "llm_agent_solo", "llm_solo_agent"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.results import ResultsError, atomic_write, journal_path, results_text
+from tau_mcp.harness.results import ResultsError, atomic_write, journal_path, results_text
 
 
 def refuse_unfinished_run(save_to: Path) -> None:

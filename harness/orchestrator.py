@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from conversation.messages import (
+from tau_mcp.conversation.messages import (
     ChatMessage,
     Message,
     ToolMessage,
     is_user_stop,
     now,
 )
-from harness.agents.base import Agent
-from harness.backends import ToolSession
-from simulator.base import UserSimulator
+from tau_mcp.harness.agents.base import Agent
+from tau_mcp.harness.backends import ToolSession
+from tau_mcp.simulator.base import UserSimulator
 
 DEFAULT_MAX_STEPS = 200
 DEFAULT_MAX_ERRORS = 10

@@ -18,8 +18,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ConfigError
-from servers.engine.tasks import Task
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.servers.engine.tasks import Task
 
 AGENTS_WITH_MODEL = {"llm", "solo", "gt"}
 USERS_WITH_MODEL = {"llm"}
@@ -89,7 +89,7 @@ def _base_url_set(provider: str | None, llm_args: dict[str, Any]) -> bool:
 
 def problem(use: ModelUse) -> str | None:
     """One sentence saying why `use` cannot be called, or None when it can."""
-    from conversation.llm import litellm_module
+    from tau_mcp.conversation.llm import litellm_module
 
     litellm = litellm_module()
     args = use.llm_args
@@ -128,7 +128,7 @@ RequestGate = Callable[[str], AbstractAsyncContextManager[Any]]
 
 
 def first_request_check(uses: list[ModelUse], inner: RequestGate | None = None) -> RequestGate:
-    """A request gate (see `conversation.llm.set_request_gate`) that checks `uses` once, as the
+    """A request gate (see `tau_mcp.conversation.llm.set_request_gate`) that checks `uses` once, as the
     run's first model request is about to be sent, and then lets requests through `inner`.
     Every request after a failed check raises the same MissingModelKey, which stops the run."""
     outcome: list[MissingModelKey | None] = []

@@ -13,14 +13,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from conversation.llm import DEFAULT_LLM
-from conversation.reference_prompts import user_tool_filter
-from conversation.reference_texts import ReferenceTexts, reference_texts
-from conversation.tools import ToolInfo
-from servers.engine.tasks import Task
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.conversation.reference_prompts import user_tool_filter
+from tau_mcp.conversation.reference_texts import ReferenceTexts, reference_texts
+from tau_mcp.conversation.tools import ToolInfo
+from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:
-    from harness.config import RunConfig
+    from tau_mcp.harness.config import RunConfig
 
 OWN_SET = "tau-mcp"
 REFERENCE_SET = "reference"
@@ -103,7 +103,7 @@ def user_tools_for(
 def help_defaults() -> LLMDefaults:
     """The defaults for `--help`: those of the data folder a run would use by default."""
     try:
-        from servers.engine.data import resolve_data_dir
+        from tau_mcp.servers.engine.data import resolve_data_dir
 
         texts = reference_texts(resolve_data_dir(None))
     except Exception:  # noqa: BLE001 - help must show even with a broken data folder

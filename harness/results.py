@@ -22,11 +22,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from conversation.messages import now
-from harness import redaction
-from harness.metrics import INFRA
-from harness.results_dir import LayoutError, dir_paths, read_dir
-from harness.results_shape import shape_problem
+from tau_mcp.conversation.messages import now
+from tau_mcp.harness import redaction
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.results_dir import LayoutError, dir_paths, read_dir
+from tau_mcp.harness.results_shape import shape_problem
 
 
 class ResultsError(ValueError):
@@ -216,7 +216,7 @@ class ResultsFile:
     """A results document being built: header once, simulations appended as they finish.
 
     This is where records are written, so it is where keys are kept out of them (see
-    `harness.redaction`): the header's model arguments are redacted by name, and every secret
+    `tau_mcp.harness.redaction`): the header's model arguments are redacted by name, and every secret
     in play is replaced by value in the header and in each simulation (an error text that
     echoes a key, a program's output that prints one) before it reaches the journal, the file
     or the in-memory list the summary is printed from."""

@@ -1,6 +1,6 @@
 """Reviewing simulations with an LLM: `tau-harness review FILE` over a results file, and
 `run --auto-review` on each simulation as it finishes (the requests and their parsing are in
-`grading.review`).
+`tau_mcp.grading.review`).
 
 The reviewed file is the input with each reviewed simulation's review fields set (`review` and
 `auth_classification` in mode full, `user_only_review` in mode user), the reference's layout;
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conversation.reference_prompts import user_guidelines_path
-from conversation.reference_texts import ReferenceTexts, reference_texts
-from harness.errors import ConfigError
-from harness.preflight import ModelUse
-from servers.engine.tasks import Task
+from tau_mcp.conversation.reference_prompts import user_guidelines_path
+from tau_mcp.conversation.reference_texts import ReferenceTexts, reference_texts
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.preflight import ModelUse
+from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:  # grading.review is imported when a review is made, not by every run
-    from grading.review import ReviewInputs, ReviewTexts
+    from tau_mcp.grading.review import ReviewInputs, ReviewTexts
 
 REVIEWED_NAME = "results_reviewed.json"
 MODEL_HINT = "; or pass --review-llm MODEL"
@@ -37,7 +37,7 @@ class ReviewSettings:
 
 
 def check_mode(mode: str) -> str:
-    from grading.review import MODES
+    from tau_mcp.grading.review import MODES
 
     if mode not in MODES:
         raise ConfigError(f"unknown review mode '{mode}': use full or user")
@@ -56,7 +56,7 @@ class Reviewer:
 
     @classmethod
     def for_data(cls, settings: ReviewSettings, data_dir: Path | str | None) -> Reviewer:
-        from grading.review import review_texts
+        from tau_mcp.grading.review import review_texts
 
         check_mode(settings.mode)
         texts, prompts = review_texts(data_dir), reference_texts(data_dir)
@@ -72,7 +72,7 @@ class Reviewer:
         return ModelUse("review", self.model, {}, MODEL_HINT)
 
     async def review(self, inputs: ReviewInputs) -> dict[str, Any]:
-        from grading.review import review_simulation
+        from tau_mcp.grading.review import review_simulation
 
         return await review_simulation(self.model, self.mode, self.texts, self.prompts, inputs)
 
@@ -85,7 +85,7 @@ class Reviewer:
     async def attach(self, task: Task, sim: dict[str, Any], policy: str) -> None:
         """Review a finished simulation record and set its review fields; a failed model call
         raises (the simulation attempt fails with it, as in the reference)."""
-        from grading.review import ReviewInputs
+        from tau_mcp.grading.review import ReviewInputs
 
         inputs = ReviewInputs(task, sim["messages"], self.plain_guidelines(), policy)
         sim.update(await self.review(inputs))
@@ -128,7 +128,7 @@ async def review_document(
     """The document with the selected simulations reviewed (the others left out, as the
     reference does). A review that raises is kept as the reference's empty review and listed
     in `failed`; a simulation whose task the file lacks is not reviewed."""
-    from grading.review import ReviewInputs, failed_review, review_cost
+    from tau_mcp.grading.review import ReviewInputs, failed_review, review_cost
 
     sims = select(document["simulations"], task_ids, limit)
     info = document.get("info") or {}

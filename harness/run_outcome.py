@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import INFRA
-from harness.results import ResultsError, load_results
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.results import ResultsError, load_results
 
 INTERRUPTED_EXIT = 130  # the shell's convention for a command stopped by SIGINT
 

@@ -13,15 +13,15 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.config import RunConfig, trial_seeds
-from harness.errors import ConfigError
-from harness.metrics import INFRA
-from harness.results import ResultsFile, check_tasks, load_results
-from harness.results_lock import results_lock
-from harness.resume_check import check_no_orphan_journal, check_resumable
-from harness.simulate import SimulationRunner, TaskSelection
-from harness.task_group import gather_or_cancel
-from servers.engine.tasks import Task
+from tau_mcp.harness.config import RunConfig, trial_seeds
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.results import ResultsFile, check_tasks, load_results
+from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.resume_check import check_no_orphan_journal, check_resumable
+from tau_mcp.harness.simulate import SimulationRunner, TaskSelection
+from tau_mcp.harness.task_group import gather_or_cancel
+from tau_mcp.servers.engine.tasks import Task
 
 __all__ = ["Runner", "SimulationExecutor", "keep_finished"]
 

@@ -6,7 +6,7 @@ this process, in worker processes, on Ray actors), `tau-harness serve`, `play`, 
 Gymnasium, verifiers and Inspect integrations. Who sits in each seat is a factory passed in (a
 class taking an `AgentContext` or a `UserContext`; by default the classes the config names), and
 `on_orchestrator` sees each conversation as it starts. Running it here is the local executor
-(see `harness.runner.SimulationExecutor`).
+(see `tau_mcp.harness.runner.SimulationExecutor`).
 """
 
 from __future__ import annotations
@@ -21,31 +21,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conversation.messages import dump_message, history_messages, now
-from conversation.reference_prompts import compose_policy, user_guidelines_path
-from conversation.reference_texts import reference_texts
-from grading import Grader
-from harness import redaction
-from harness.agents import Agent, AgentContext, OracleAgent, agent_class
-from harness.agents.stop_tool import solo_stop_tool
-from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from harness.config import RunConfig, select_tasks
-from harness.errors import ConfigError
-from harness.metrics import INFRA
-from harness.orchestrator import GREETING, Limits, Orchestrator
-from harness.prompt_sets import (
+from tau_mcp.conversation.messages import dump_message, history_messages, now
+from tau_mcp.conversation.reference_prompts import compose_policy, user_guidelines_path
+from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.grading import Grader
+from tau_mcp.harness import redaction
+from tau_mcp.harness.agents import Agent, AgentContext, OracleAgent, agent_class
+from tau_mcp.harness.agents.stop_tool import solo_stop_tool
+from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
+from tau_mcp.harness.config import RunConfig, select_tasks
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
+from tau_mcp.harness.prompt_sets import (
     first_agent_message,
     prompt_set_info,
     user_tools_for,
     with_llm_defaults,
 )
-from harness.review import Reviewer
-from servers.engine.data import user_guidelines
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.engine.tasks import Task
-from simulator.base import UserContext, UserSimulator
-from simulator.registry import user_class
+from tau_mcp.harness.review import Reviewer
+from tau_mcp.servers.engine.data import user_guidelines
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.registry import user_class
 
 AgentFactory = type[Agent]
 UserFactory = type[UserSimulator]

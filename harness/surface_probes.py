@@ -1,5 +1,5 @@
 """What the harness's participants are shown, obtained through a real run (for the surface
-registry, `servers.surfaces`).
+registry, `tau_mcp.servers.surfaces`).
 
 An agent or a simulated user is given its tools by the runner: the episode's MCP listing of
 its side (both sides for a solo agent), the user's narrowed to the task's `user_tools` as the
@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from servers.engine.domain import Domain
-from servers.engine.tasks import Task
-from servers.surfaces import ShownTool, View, from_openai, register_surface
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.surfaces import ShownTool, View, from_openai, register_surface
 
 Seat = Literal["agent", "user"]
 PROBE_MODEL = "probe/no-model"  # never called: the run is cancelled at the first turn
@@ -48,9 +48,9 @@ async def captured_participant(
     retrieval config `variant` (see the module docstring). `participant` is an agent class for
     the agent seat, a user class for the user seat; the other seat is played without a model
     (scripted user, oracle agent)."""
-    from harness.backends.http import in_process_backend
-    from harness.config import RunConfig
-    from harness.simulate import SimulationRunner
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.simulate import SimulationRunner
 
     built: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -93,7 +93,7 @@ async def captured_participant(
 
 
 async def _shown_to_user_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
-    from simulator.llm_user import LLMUser
+    from tau_mcp.simulator.llm_user import LLMUser
 
     user = await captured_participant(domain, "user", LLMUser, variant=variant)
     return from_openai(user.tool_schemas)
@@ -110,7 +110,7 @@ async def _shown_to_agent_model(
     domain: Domain, view: View, variant: str | None
 ) -> list[ShownTool] | None:
     """The `tools` of the model requests of the agent the runner builds."""
-    from harness.agents.llm_agent import LLMAgent, SoloAgent
+    from tau_mcp.harness.agents.llm_agent import LLMAgent, SoloAgent
 
     if view == "solo":
         if not domain.supports_solo:
@@ -127,8 +127,8 @@ SOLO_AGENT = register_surface("solo agent (model requests)", ("solo",), _shown_t
 
 
 async def _shown_to_gt_model(domain: Domain, view: View, variant: str | None) -> list[ShownTool]:
-    from conversation.plan import gold_actions
-    from harness.agents.gt_agent import GTAgent
+    from tau_mcp.conversation.plan import gold_actions
+    from tau_mcp.harness.agents.gt_agent import GTAgent
 
     task = next(t for t in domain.tasks.values() if gold_actions(t))
     agent = await captured_participant(domain, "agent", GTAgent, task=task, variant=variant)

@@ -11,11 +11,11 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from conversation import collector
-from grading import Judge
-from harness import redaction
-from harness.backends import EpisodeBackend
-from servers.engine.domain import Domain
+from tau_mcp.conversation import collector
+from tau_mcp.grading import Judge
+from tau_mcp.harness import redaction
+from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.servers.engine.domain import Domain
 
 #: What `--judge-llm` values switch the judge off.
 NO_JUDGE = frozenset({"none", "off", "no", ""})
@@ -34,7 +34,7 @@ def load_domain(
     fails at once; canonical forms wait for the first grading, so start-up reaches work
     sooner); `warm` builds everything now (a long-lived process that grades a lot); `lazy`
     reads nothing yet."""
-    from servers.domains.registry import load_domains
+    from tau_mcp.servers.domains.registry import load_domains
 
     with collector.paused():  # the domain's data lives as long as the process
         domain = load_domains([name], data_dir, task_set)[name]
@@ -65,7 +65,7 @@ async def open_backend(
 ) -> EpisodeBackend:
     """The backend a run's episodes live on: the running `tau-server` at the URL `server`
     (checked to serve the domain), else the server app in this process, with no socket."""
-    from harness.backends.http import in_process_backend, remote_backend
+    from tau_mcp.harness.backends.http import in_process_backend, remote_backend
 
     redaction.remember(token)  # never written or printed (see harness.redaction)
     if server:

@@ -4,7 +4,7 @@ Starts `tau-server serve` on a free loopback port, starts a run against it (orac
 scripted user, many trials so it is still running), SIGKILLs the server once N simulations are
 saved, and prints the seconds from the kill to the run's exit, its exit code and its last line.
 Before the dead-server bound (issue 22, item 9) this took 314 s; the bound is
-`harness.backends.exchange.DEAD_SERVER_S`.
+`tau_mcp.harness.backends.exchange.DEAD_SERVER_S`.
 
     python scripts/bench_dead_server.py [--domain airline] [--after 5] [--trials 20]
         [--workers N] [--data-dir DIR]
@@ -35,7 +35,7 @@ def free_port() -> int:
 
 def saved(path: Path) -> int:
     sys.path.insert(0, str(ROOT))
-    from harness.results import ResultsError, load_results
+    from tau_mcp.harness.results import ResultsError, load_results
 
     try:
         return len(load_results(path)["simulations"])
@@ -54,7 +54,14 @@ def main() -> None:
     data = ["--data-dir", args.data_dir] if args.data_dir else []
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-c", "from servers.cli import app; app()", "serve", "--port", str(port)]
+        [
+            sys.executable,
+            "-c",
+            "from tau_mcp.servers.cli import app; app()",
+            "serve",
+            "--port",
+            str(port),
+        ]
         + ["--domains", args.domain, *data],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -75,7 +82,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         save_to = Path(tmp) / "run.json"
         run = subprocess.Popen(
-            [sys.executable, "-m", "harness", "run", "--domain", args.domain]
+            [sys.executable, "-m", "tau_mcp.harness", "run", "--domain", args.domain]
             + ["--agent", "oracle", "--user", "scripted", "--judge-llm", "none"]
             + ["--num-trials", str(args.trials), "--server", url, "--save-to", str(save_to)]
             + ["--workers", args.workers]

@@ -8,10 +8,10 @@ in-process, reached over HTTP as `tau-harness run` reaches it. Then, per failed 
 milliseconds (`time.process_time`, best of `--rounds`) of:
 
 - the DB evidence from changed records (`Grader._db_diff`: `GET .../changes` and
-  `grading.db_diff.diff_changes`, the gold changes cached per task as in a run);
+  `tau_mcp.grading.db_diff.diff_changes`, the gold changes cached per task as in a run);
 - the DB evidence from whole snapshots (`GET .../state` and the gold episode's snapshot through
   `diff_states`: what the grader did before, and still does for telecom);
-- `grading.diagnosis.diagnose` (actions, closest calls, ending, categories);
+- `tau_mcp.grading.diagnosis.diagnose` (actions, closest calls, ending, categories);
 - the whole `Grader.grade` of the failed simulation.
 
 Both evidence paths are checked to give the same rows.
@@ -52,7 +52,7 @@ def failing_calls(task, tool_kinds: dict[str, str]) -> list[dict] | None:
 
 
 def messages_of(calls: list[dict], outputs: list[dict | None]) -> list:
-    from conversation.messages import ChatMessage, ToolCall, ToolMessage
+    from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage
 
     messages: list = [ChatMessage(role="assistant", content="Hi! How can I help you today?")]
     for i, (call, out) in enumerate(zip(calls, outputs, strict=True)):
@@ -84,13 +84,13 @@ def best(func, rounds: int) -> float:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    from grading import Grader
-    from grading.db_diff import diff_states
-    from grading.diagnosis import diagnose
-    from grading.gold import gold_episode
-    from harness.backends import EpisodeOptions
-    from harness.backends.http import in_process_backend
-    from servers.domains.registry import load_domains
+    from tau_mcp.grading import Grader
+    from tau_mcp.grading.db_diff import diff_states
+    from tau_mcp.grading.diagnosis import diagnose
+    from tau_mcp.grading.gold import gold_episode
+    from tau_mcp.harness.backends import EpisodeOptions
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.servers.domains.registry import load_domains
 
     domain = load_domains([args.domain], args.data_dir)[args.domain]
     domain.warm()

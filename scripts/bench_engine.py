@@ -21,10 +21,10 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
-from grading.gold import gold_hashes_of
-from servers.domains.registry import load_domains
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode, EpisodeStore
+from tau_mcp.grading.gold import gold_hashes_of
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore
 
 cpu = time.process_time
 CREATION_GOAL_MS = {"banking_knowledge": 0.5}

@@ -12,8 +12,8 @@ import time
 
 import gymnasium as gym
 
-import harness.integrations.gym  # noqa: F401
-from conversation.plan import describe, gold_actions
+import tau_mcp.harness.integrations.gym  # noqa: F401
+from tau_mcp.conversation.plan import describe, gold_actions
 
 
 def main() -> None:

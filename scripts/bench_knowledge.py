@@ -24,10 +24,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from servers.knowledge import embeddings
-from servers.knowledge.kb_files import FOLDERS
-from servers.knowledge.sandbox import sandbox_problem
-from servers.knowledge.shell import ShellWorkspace
+from tau_mcp.servers.knowledge import embeddings
+from tau_mcp.servers.knowledge.kb_files import FOLDERS
+from tau_mcp.servers.knowledge.sandbox import sandbox_problem
+from tau_mcp.servers.knowledge.shell import ShellWorkspace
 
 
 def documents(data_dir: Path) -> list[SimpleNamespace]:

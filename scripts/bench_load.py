@@ -87,11 +87,11 @@ def start_server(
 ) -> tuple[str, subprocess.Popen]:
     port = free_port()
     if serve:  # tau-harness serve: simulations played by the clients, a scripted user
-        command = [sys.executable, "-c", "from harness.cli import main; main()", "serve"]
+        command = [sys.executable, "-c", "from tau_mcp.harness.cli import main; main()", "serve"]
         command += ["--port", str(port), "--domain", domain, "--user", "scripted"]
         command += ["--judge-llm", "none", *extra]
     else:
-        command = [sys.executable, "-c", "from servers.cli import app; app()", "serve"]
+        command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
         command += ["--port", str(port), "--domains", domain, *extra]
     proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -1,4 +1,4 @@
-"""CPU per model call of `conversation.llm.generate`, against the shared instant fake model.
+"""CPU per model call of `tau_mcp.conversation.llm.generate`, against the shared instant fake model.
 
 Replays two agent requests (airline system prompt and 14 tools; early in a conversation and after
 five tool calls) and a user-simulator request recorded in the conformance fixtures, N times each,
@@ -102,7 +102,7 @@ async def per_call_ms(
 ) -> dict[str, float]:
     """CPU ms per `generate()` call for each request: the best of `repeats` rounds of `calls`
     (the machine is shared; the best round is the one least disturbed)."""
-    from conversation import llm
+    from tau_mcp.conversation import llm
 
     if llm._litellm is None:
         started = time.process_time()

@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness.backends.http import in_process_backend  # noqa: E402
-from harness.config import RunConfig  # noqa: E402
-from harness.metrics import summarize  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.simulate import SimulationRunner  # noqa: E402
-from servers.domains.registry import DOMAIN_NAMES, load_domains  # noqa: E402
+from tau_mcp.harness.backends.http import in_process_backend  # noqa: E402
+from tau_mcp.harness.config import RunConfig  # noqa: E402
+from tau_mcp.harness.metrics import summarize  # noqa: E402
+from tau_mcp.harness.runner import Runner  # noqa: E402
+from tau_mcp.harness.simulate import SimulationRunner  # noqa: E402
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES, load_domains  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "tau2-data"
 

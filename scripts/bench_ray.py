@@ -28,7 +28,7 @@ def run(mode: str, args: argparse.Namespace, out: Path) -> dict[str, float]:
     cmd = [
         sys.executable,
         "-m",
-        "harness",
+        "tau_mcp.harness",
         "run",
         "--domain",
         args.domain,

@@ -46,7 +46,7 @@ def start_server(domain: str, data_dir: str | None) -> tuple[str, subprocess.Pop
     command = [
         sys.executable,
         "-c",
-        "from servers.cli import app; app()",
+        "from tau_mcp.servers.cli import app; app()",
         "serve",
         "--port",
         str(port),
@@ -137,8 +137,8 @@ async def server_cpu_per_request(pid: int, send, count: int) -> float:
 
 def engine_cpu_per_call(domain: str, name: str, args: dict, data_dir: str | None, n: int) -> float:
     """Milliseconds of CPU per call of the same tool on the engine directly (no transport)."""
-    from servers.domains.registry import load_domains
-    from servers.engine.episode import EpisodeStore
+    from tau_mcp.servers.domains.registry import load_domains
+    from tau_mcp.servers.engine.episode import EpisodeStore
 
     store = EpisodeStore(load_domains([domain], data_dir))
     episode = store.create(domain, None)

@@ -56,11 +56,11 @@ def start_server(domain: str, serve: bool = False) -> tuple[str, subprocess.Pope
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     if serve:
-        command = [sys.executable, "-c", "from harness.cli import main; main()", "serve"]
+        command = [sys.executable, "-c", "from tau_mcp.harness.cli import main; main()", "serve"]
         command += ["--port", str(port), "--domain", domain, "--user", "scripted"]
         command += ["--judge-llm", "none"]
     else:
-        command = [sys.executable, "-c", "from servers.cli import app; app()", "serve"]
+        command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
         command += ["--port", str(port), "--domains", domain]
     proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -213,8 +213,8 @@ def harness_command(args: argparse.Namespace, save_to: Path, extra: list[str]) -
 # and one with the CPU its one import of litellm took (a fixed cost per process).
 MARKED = """
 import sys, time
-import conversation.llm as llm
-import harness.simulate as simulate_module
+import tau_mcp.conversation.llm as llm
+import tau_mcp.harness.simulate as simulate_module
 original = simulate_module.SimulationRunner.simulate
 def simulate(self, *args, **kwargs):
     if not getattr(simulate_module, "_bench_marked", False):
@@ -233,7 +233,7 @@ def litellm_module():
     sys.stderr.flush()
     return module
 llm.litellm_module = litellm_module
-from harness.cli import main
+from tau_mcp.harness.cli import main
 main()  # what the tau-harness program runs
 """
 
@@ -244,7 +244,7 @@ import cProfile, sys, time
 profile = cProfile.Profile(time.process_time)
 profile.enable()
 try:
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
     app()
 except SystemExit:
     pass
@@ -392,7 +392,7 @@ def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str
             f"  after the first model request: {steady:.2f} s, {sims / steady:.1f} simulations/s; "
             f"the instant model (this process) used {run.bench_cpu:.2f} s CPU meanwhile"
         )
-    who = "driver + workers" if args.workers > 1 else "harness"
+    who = "driver + workers" if args.workers > 1 else "tau_mcp.harness"
     print(
         f"  {who} CPU {run.cpu:.2f} s: {per_request:.2f} ms per model request all in "
         f"(goal <= {GOAL_CPU_MS} ms: {met})"

@@ -144,11 +144,11 @@ class OneAtATime:
 
 
 async def run(args) -> Path:
-    from harness.backends.http import in_process_backend
-    from harness.config import RunConfig
-    from harness.runner import Runner
-    from harness.simulate import SimulationRunner
-    from servers.domains.registry import load_domains
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.runner import Runner
+    from tau_mcp.harness.simulate import SimulationRunner
+    from tau_mcp.servers.domains.registry import load_domains
 
     domain = load_domains([args.domain], args.data_dir)[args.domain]
     domain.load()
@@ -201,7 +201,7 @@ def main() -> None:
     if args.save_to.exists():
         args.save_to.unlink()
     path = asyncio.run(run(args))
-    from harness.report.build import write_report
+    from tau_mcp.harness.report.build import write_report
 
     write_report([path], "md", None)
 

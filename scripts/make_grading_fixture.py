@@ -37,7 +37,7 @@ KEEP_MESSAGE_FIELDS = ("role", "content", "tool_calls", "id", "requestor", "erro
 
 # --- helpers ----------------------------------------------------------------------------------
 def mutating_tools(domain: str) -> set[str]:
-    from servers.domains.registry import domain_spec
+    from tau_mcp.servers.domains.registry import domain_spec
 
     spec = domain_spec(domain)
     names = set()
@@ -252,7 +252,7 @@ def perturb(base: Path, domain: str, out: Path, seed: int) -> None:
     writes = mutating_tools(domain)
     tasks = {t["id"]: t for t in document.get("tasks") or []}
     if not tasks:
-        from servers.domains.registry import load_domains
+        from tau_mcp.servers.domains.registry import load_domains
 
         loaded = load_domains([domain])[domain]
         tasks = {k: t.model_dump(mode="json") for k, t in loaded.tasks.items()}
@@ -287,7 +287,7 @@ def strip_message(m: dict) -> dict:
 
 
 def _comparable(reward_info):
-    from grading.compare import comparable
+    from tau_mcp.grading.compare import comparable
 
     return comparable(reward_info)
 

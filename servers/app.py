@@ -22,21 +22,21 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from servers import mcp_sessions
-from servers.auth import DEFAULT_MAX_BODY, send_json_error
-from servers.domains.registry import load_domains
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode, EpisodeStore, Side
-from servers.engine.errors import EngineError, UnknownEpisode
-from servers.engine.ids import check_episode_id
-from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
-from servers.ep import EvalProtocolBridge
-from servers.fast_calls import FastToolCalls
-from servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
-from servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
-from servers.limits import id_field, json_utf8, name_field, options_field
-from servers.mcp_apps import McpApps
-from servers.surfaces import ListingMismatch, ShownTool, View, register_surface
+from tau_mcp.servers import mcp_sessions
+from tau_mcp.servers.auth import DEFAULT_MAX_BODY, send_json_error
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore, Side
+from tau_mcp.servers.engine.errors import EngineError, UnknownEpisode
+from tau_mcp.servers.engine.ids import check_episode_id
+from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
+from tau_mcp.servers.ep import EvalProtocolBridge
+from tau_mcp.servers.fast_calls import FastToolCalls
+from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
+from tau_mcp.servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
+from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
+from tau_mcp.servers.mcp_apps import McpApps
+from tau_mcp.servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
 
@@ -51,7 +51,7 @@ async def _shown_on_side_endpoints(
     `--retrieval-config <variant>` and on an episode created with `retrieval_config: <variant>`,
     in the modern protocol (the short path) and with a legacy session (FastMCP); all four must
     agree."""
-    from servers.mcp_probe import PROBE_HOST, created_episode, listed_tools, running
+    from tau_mcp.servers.mcp_probe import PROBE_HOST, created_episode, listed_tools, running
 
     settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
     async with running(TauServer({domain.name: domain}, settings).build()) as app:
@@ -73,7 +73,7 @@ async def _shown_on_ep_endpoint(domain: Domain, view: View, variant: str | None)
     """`tools/list` on `/{domain}/mcp`: in the modern protocol on the server's default episode
     (`--retrieval-config <variant>`), and to an Eval Protocol session whose row config names
     the variant (legacy handshake, as EP connects); both must agree."""
-    from servers.mcp_probe import PROBE_HOST, listed_tools, listed_tools_as_ep, running
+    from tau_mcp.servers.mcp_probe import PROBE_HOST, listed_tools, listed_tools_as_ep, running
 
     settings = ServerSettings(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST), retrieval_config=variant)
     async with running(TauServer({domain.name: domain}, settings).build()) as app:
@@ -202,7 +202,7 @@ class TauServer:
 
     def _side_app_builder(self, domain: str, side: Side, variant: str | None):
         def build():
-            from servers.mcp_tools import build_mcp_server
+            from tau_mcp.servers.mcp_tools import build_mcp_server
 
             server = build_mcp_server(
                 self.domains[domain], side, episode_from_scope, SIDE_ENDPOINTS, variant=variant
@@ -213,8 +213,8 @@ class TauServer:
 
     def _ep_app_builder(self, domain: str, variant: str | None):
         def build():
-            from servers.integrations.ep_calls import record_tool_calls
-            from servers.mcp_tools import build_mcp_server
+            from tau_mcp.servers.integrations.ep_calls import record_tool_calls
+            from tau_mcp.servers.mcp_tools import build_mcp_server
 
             ep_server = build_mcp_server(
                 self.domains[domain],

@@ -13,13 +13,13 @@ from typing import Annotated
 
 import typer
 
-from servers.auth import TOKEN_ENV, token_from_env
-from servers.cli_help import PlainFlagsGroup
-from servers.engine.data import ENV_VAR as DATA_ENV
-from servers.engine.data import resolve_data_dir
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.http_options import (
+from tau_mcp.servers.auth import TOKEN_ENV, token_from_env
+from tau_mcp.servers.cli_help import PlainFlagsGroup
+from tau_mcp.servers.engine.data import ENV_VAR as DATA_ENV
+from tau_mcp.servers.engine.data import resolve_data_dir
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
     AllowOriginOpt,
@@ -45,7 +45,7 @@ app.add_typer(config_app, name="config")
 
 def _print_version(value: bool) -> None:
     if value:
-        from servers.version import package_version
+        from tau_mcp.servers.version import package_version
 
         typer.echo(f"tau-server {package_version()}")
         raise typer.Exit()
@@ -101,7 +101,7 @@ def check_retrieval_config(
 ) -> dict | None:
     """The parsed kwargs, once every served domain with retrieval configs accepts the config
     (one sentence otherwise)."""
-    from servers.engine.variants import VariantError, parse_kwargs
+    from tau_mcp.servers.engine.variants import VariantError, parse_kwargs
 
     kwargs = parse_kwargs(kwargs_text)
     if config is None and kwargs is None:
@@ -131,7 +131,7 @@ def _check_side(side: str) -> str:
 def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain]:
     """The domains to serve. Named domains must all load; by default every domain folder found
     is served, and one whose code fails to load is skipped with a warning."""
-    from servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
+    from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
 
     if names:
         wanted = [n.strip() for n in names.split(",") if n.strip()]
@@ -179,10 +179,10 @@ def serve(
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
-    from servers.app import ServerSettings, TauServer
-    from servers.http_options import http_settings
-    from servers.http_server import BindError, bind_socket
-    from servers.http_server import run as run_http
+    from tau_mcp.servers.app import ServerSettings, TauServer
+    from tau_mcp.servers.http_options import http_settings
+    from tau_mcp.servers.http_server import BindError, bind_socket
+    from tau_mcp.servers.http_server import run as run_http
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -249,8 +249,8 @@ def stdio(
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
 ) -> None:
     """Serve one episode over stdio (stdout carries only JSON-RPC)."""
-    from servers.engine.variants import parse_kwargs
-    from servers.stdio import run_stdio
+    from tau_mcp.servers.engine.variants import parse_kwargs
+    from tau_mcp.servers.stdio import run_stdio
 
     _check_side(side)
     try:
@@ -270,7 +270,7 @@ def stdio(
 )
 def ep_serve(ctx: typer.Context) -> None:
     """Serve one domain as Eval Protocol's tau2 benchmarks expect (/mcp, /control/*); --help for options."""
-    from servers.integrations.ep_stock import main as serve
+    from tau_mcp.servers.integrations.ep_stock import main as serve
 
     raise typer.Exit(serve(ctx.args))
 
@@ -353,7 +353,7 @@ def config_claude(
 @config_app.command("eval-protocol")
 def config_eval_protocol() -> None:
     """Print the server script to give Eval Protocol's tau2 benchmarks (server_script_path)."""
-    from servers.integrations.ep_stock import config_text
+    from tau_mcp.servers.integrations.ep_stock import config_text
 
     typer.echo(config_text())
 

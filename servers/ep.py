@@ -21,16 +21,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from servers.auth import send_json_error
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode, EpisodeStore
-from servers.engine.errors import EngineError, NotFound, UnknownEpisode
-from servers.engine.ids import ID_RULE, is_safe_episode_id
-from servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
-from servers.guards import replay_body
-from servers.integrations.ep_grade import SessionGrader
-from servers.limits import name_field, options_field
-from servers.mcp_apps import McpApps
+from tau_mcp.servers.auth import send_json_error
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore
+from tau_mcp.servers.engine.errors import EngineError, NotFound, UnknownEpisode
+from tau_mcp.servers.engine.ids import ID_RULE, is_safe_episode_id
+from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
+from tau_mcp.servers.guards import replay_body
+from tau_mcp.servers.integrations.ep_grade import SessionGrader
+from tau_mcp.servers.limits import name_field, options_field
+from tau_mcp.servers.mcp_apps import McpApps
 
 SESSION_HEADER = "mcp-session-id"
 _MAX_TRANSPORTS = 100_000
@@ -142,7 +142,7 @@ class EvalProtocolBridge:
 
     def _session_variant(self, domain: str, config: dict[str, Any]) -> Variant | None:
         """The session's retrieval config, from its row config (bounded like the episode
-        route's fields, `servers.limits`)."""
+        route's fields, `tau_mcp.servers.limits`)."""
         name = name_field(config, NAME_OPTION)
         kwargs = options_field(config, KWARGS_OPTION)
         return self.resolve_variant(self.store.domain(domain), name, kwargs)

@@ -9,7 +9,7 @@ test_fast_calls.py` checks it: byte for byte for calls, the same JSON for the li
 else (legacy sessions, other methods, unknown tools, headers that do not match the body) is
 handed to FastMCP unchanged, so every validation and error of the real transport still applies
 there. None of this needs FastMCP imported, so an in-process server whose clients only call and
-list tools never loads it (see `servers.mcp_apps`).
+list tools never loads it (see `tau_mcp.servers.mcp_apps`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from conversation.tools import COST_META
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode, Side, ToolOutcome
-from servers.engine.errors import EngineError
-from servers.limits import json_utf8
-from servers.mcp_listing import server_name, tools_list_result
-from servers.surfaces import Surface
-from servers.version import package_version
+from tau_mcp.conversation.tools import COST_META
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.limits import json_utf8
+from tau_mcp.servers.mcp_listing import server_name, tools_list_result
+from tau_mcp.servers.surfaces import Surface
+from tau_mcp.servers.version import package_version
 
 log = logging.getLogger("tau.server")
 
@@ -40,7 +40,7 @@ DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
 
 class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
-    endpoint built by `servers.mcp_tools.build_mcp_server`."""
+    endpoint built by `tau_mcp.servers.mcp_tools.build_mcp_server`."""
 
     def __init__(
         self, domain: Domain, side: Side, surface: Surface, variant: str | None = None

@@ -7,13 +7,13 @@ DNS-rebound `Host`s) and keep every error in the server's JSON shape:
   a browser `Origin` must be the server itself or an `--allow-origin` entry (403); OPTIONS is
   answered by an explicit CORS policy; a POST with a body must be `application/json` (415).
 - `JsonBodyGuard`: reads POST bodies within a deadline (408), and checks their JSON text against
-  `servers.limits` (nesting depth, number length, lone surrogates) before anything parses them
+  `tau_mcp.servers.limits` (nesting depth, number length, lone surrogates) before anything parses them
   (400); on MCP paths it also refuses JSON-RPC messages of the wrong shape (for example an
   object `id`) with a JSON-RPC error.
 - `ErrorsAsJson`: any error answer that is not JSON (a framework's plain-text 400/406, say) is
   rewritten to `{"error": ...}`, or a JSON-RPC error object on MCP paths.
 
-`servers.http_stack` assembles them into the one stack every server uses.
+`tau_mcp.servers.http_stack` assembles them into the one stack every server uses.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from servers.auth import send_json
-from servers.limits import json_text_problem
+from tau_mcp.servers.auth import send_json
+from tau_mcp.servers.limits import json_text_problem
 
 LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 DEFAULT_BODY_TIMEOUT = 30.0  # seconds to receive a whole request body

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from servers.auth import DEFAULT_MAX_BODY
-from servers.guards import DEFAULT_BODY_TIMEOUT, allowed_hosts_for
-from servers.http_server import (
+from tau_mcp.servers.auth import DEFAULT_MAX_BODY
+from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, allowed_hosts_for
+from tau_mcp.servers.http_server import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEP_ALIVE,
     DEFAULT_MAX_CONNECTIONS,
@@ -17,7 +17,7 @@ from servers.http_server import (
 )
 
 if TYPE_CHECKING:
-    from servers.http_stack import HttpGuards
+    from tau_mcp.servers.http_stack import HttpGuards
 
 AllowHostOpt = Annotated[
     list[str] | None,
@@ -77,7 +77,7 @@ def http_settings(
 ) -> tuple[HttpGuards, ConnectionPolicy]:
     """The guards and connection policy the options ask for; ValueError (one sentence) for a
     value that cannot work."""
-    from servers.http_stack import HttpGuards
+    from tau_mcp.servers.http_stack import HttpGuards
 
     for name, value in (
         ("--max-body", max_body),

@@ -8,7 +8,7 @@
 - Request head deadline: a connection must deliver a complete request line and headers within
   `header_timeout` seconds of its first byte (answer 408 JSON, then close); a connection that
   sends nothing at all is closed after `header_timeout` too. Bodies have their own deadline in
-  the app (`servers.guards.JsonBodyGuard`).
+  the app (`tau_mcp.servers.guards.JsonBodyGuard`).
 - Connection cap: past `max_connections` open connections, a new one gets 503 JSON and is closed.
 - The listening socket is bound before anything is printed, so a port in use or out of range is
   one sentence (`BindError`).

@@ -2,9 +2,9 @@
 `tau-harness serve` (and `run --agent cmd`'s loopback server, the same app).
 
     app = guarded_app(routes, HttpGuards(...), lifespan=...)   # the app, behind every guard
-    servers.http_server.run(app, sock, ConnectionPolicy(...))  # uvicorn with the connection policy
+    tau_mcp.servers.http_server.run(app, sock, ConnectionPolicy(...))  # uvicorn with the connection policy
 
-The guards, outermost first (see `servers.guards`, `servers.auth`, `servers.limits`):
+The guards, outermost first (see `tau_mcp.servers.guards`, `tau_mcp.servers.auth`, `tau_mcp.servers.limits`):
 
 - `ErrorsAsJson`: any error answer that is not JSON becomes `{"error": ...}` (a JSON-RPC error
   object on MCP paths), status kept;
@@ -13,7 +13,7 @@ The guards, outermost first (see `servers.guards`, `servers.auth`, `servers.limi
   be `application/json` (415);
 - `BearerTokenGuard` when a token is set (401);
 - `BodySizeLimit` (413) and `JsonBodyGuard`: the body within `body_timeout` (408), its JSON text
-  within `servers.limits` (depth, number length, lone surrogates: 400), JSON-RPC shape on MCP paths.
+  within `tau_mcp.servers.limits` (depth, number length, lone surrogates: 400), JSON-RPC shape on MCP paths.
 
 Every exception a route raises is answered as JSON too: an `EngineError` with its status, an
 HTTP error (404 no route, 405 method) with one sentence, anything else a 500 that names only the
@@ -36,9 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
 
-from servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, BodyTooLarge
-from servers.engine.errors import EngineError
-from servers.guards import (
+from tau_mcp.servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, BodyTooLarge
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.guards import (
     DEFAULT_BODY_TIMEOUT,
     LOOPBACK_HOSTS,
     ErrorsAsJson,

@@ -1,8 +1,8 @@
 """Every bound on what a client may send, checked before any work, in one place.
 
 Used by every server of the project: tau-server's routes and MCP endpoints and `tau-harness
-serve`'s (through the HTTP guard stack, `servers.http_stack`), and `tau-server stdio` (each
-line, `servers.stdio_guard`). Two kinds of check:
+serve`'s (through the HTTP guard stack, `tau_mcp.servers.http_stack`), and `tau-server stdio` (each
+line, `tau_mcp.servers.stdio_guard`). Two kinds of check:
 
 - the raw JSON text (`json_text_problem`): nesting depth, number length, and lone UTF-16
   surrogates (`"\\ud800"` is valid JSON but not Unicode: a string holding one cannot be encoded
@@ -23,7 +23,7 @@ from itertools import accumulate, chain
 from operator import sub
 from typing import Any
 
-from servers.engine.errors import EngineError
+from tau_mcp.servers.engine.errors import EngineError
 
 MAX_JSON_DEPTH = 64  # the deepest real body (a replayed booking) is about 8 levels
 MAX_NUMBER_CHARS = 100  # Python refuses ints past 4,300 digits; nothing real is past 20

@@ -2,7 +2,7 @@
 
 A `tau-server` process builds every app before it takes traffic. An in-process server driven by
 the harness builds none until a request needs one: its clients list and call tools, which the
-short path answers (`servers.fast_calls`), so a run never pays for importing FastMCP and the MCP
+short path answers (`tau_mcp.servers.fast_calls`), so a run never pays for importing FastMCP and the MCP
 server stack (over a second of CPU) unless some request really needs them.
 
 An app's lifespan (its MCP session manager and task group) must be entered and left by the same

@@ -1,7 +1,7 @@
 """How an MCP endpoint presents a domain side's tools: titles, annotation hints, the listing.
 
 One place for what both ways of answering an MCP request say about tools: the FastMCP servers
-(`servers.mcp_tools`) and the short path for the hot requests (`servers.fast_calls`), which
+(`tau_mcp.servers.mcp_tools`) and the short path for the hot requests (`tau_mcp.servers.fast_calls`), which
 answers `tools/list` with the same result FastMCP gives (`tests/test_fast_calls.py` compares
 them) without importing FastMCP at all. The texts themselves come from the engine's tool
 listing; annotation hints from the engine's tool kinds.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from servers.engine.domain import Domain
-from servers.engine.tool_listing import Side
-from servers.engine.toolkit import ToolSpec
-from servers.surfaces import Surface
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.tool_listing import Side
+from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.surfaces import Surface
 
 
 def server_name(domain: str, side: Side) -> str:
@@ -45,7 +45,7 @@ def tools_list_result(
     variant: str | None = None,
 ) -> dict[str, Any]:
     """The `tools/list` result of a (domain, side, retrieval config) endpoint of `surface`, as
-    FastMCP's modern transport gives it for the servers `servers.mcp_tools.build_mcp_server`
+    FastMCP's modern transport gives it for the servers `tau_mcp.servers.mcp_tools.build_mcp_server`
     builds."""
     tools = [
         {

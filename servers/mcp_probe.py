@@ -1,8 +1,8 @@
 """What an MCP client is shown by an endpoint: a real `tools/list` through a real client.
 
-The probes of the server surfaces (`servers.surfaces`) use this: the app is driven in-process
+The probes of the server surfaces (`tau_mcp.servers.surfaces`) use this: the app is driven in-process
 (no socket) through its routes and middleware, with fastmcp's client in the modern protocol
-revision (answered by the short path of `servers.fast_calls` where it applies) or with the
+revision (answered by the short path of `tau_mcp.servers.fast_calls` where it applies) or with the
 legacy `initialize` handshake (answered by FastMCP), or as Eval Protocol connects (a legacy
 handshake whose `clientInfo._extra` names the session and its row config).
 """
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from servers.surfaces import ShownTool, as_shown
+from tau_mcp.servers.surfaces import ShownTool, as_shown
 
 PROBE_ORIGIN = "http://probe.invalid"
 PROBE_HOST = "probe.invalid"

@@ -13,7 +13,7 @@ import logging
 
 from starlette.types import Message, Send
 
-from servers.engine.episode import Episode
+from tau_mcp.servers.engine.episode import Episode
 
 log = logging.getLogger("tau.server")
 SESSION_HEADER = b"mcp-session-id"

@@ -23,15 +23,15 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from conversation.tools import COST_META
-from servers.engine import data as datafiles
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode, Side, ToolOutcome
-from servers.engine.errors import EngineError
-from servers.engine.toolkit import ToolSpec
-from servers.mcp_listing import annotation_hints, server_name, tool_title
-from servers.surfaces import Surface
-from servers.version import package_version
+from tau_mcp.conversation.tools import COST_META
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.mcp_listing import annotation_hints, server_name, tool_title
+from tau_mcp.servers.surfaces import Surface
+from tau_mcp.servers.version import package_version
 
 log = logging.getLogger("tau.server")
 
@@ -90,7 +90,7 @@ def json_object_result(outcome: ToolOutcome, wrap: bool = True) -> ToolResult:
 
 
 def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
-    """Hints for clients (see `servers.mcp_listing.annotation_hints`)."""
+    """Hints for clients (see `tau_mcp.servers.mcp_listing.annotation_hints`)."""
     return ToolAnnotations.model_validate(annotation_hints(spec))
 
 

@@ -13,13 +13,13 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 
-from servers.domains.registry import load_domains
-from servers.engine.domain import Domain
-from servers.engine.episode import EpisodeStore, Side
-from servers.mcp_tools import build_mcp_server
-from servers.stdio_drain import serve_until_answered
-from servers.stdio_guard import guard_stdio_server
-from servers.surfaces import ShownTool, View, as_shown, register_surface, variant_name
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import EpisodeStore, Side
+from tau_mcp.servers.mcp_tools import build_mcp_server
+from tau_mcp.servers.stdio_drain import serve_until_answered
+from tau_mcp.servers.stdio_guard import guard_stdio_server
+from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface, variant_name
 
 STDIO_EPISODE = "stdio"
 

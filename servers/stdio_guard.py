@@ -4,7 +4,7 @@ The MCP library's stdio transport drops lines it cannot read (it hands the parse
 the session, which ignores it) and reads a request with an object `id` as a notification, so a
 client that sent a 5,000-digit number, 100,000-deep nesting or a malformed id waits forever.
 Here every line is checked first, with the same rules as the HTTP surfaces
-(`servers.limits`: depth, number length, lone surrogates; then the JSON-RPC shape): a bad one is answered with a JSON-RPC error carrying the request's id
+(`tau_mcp.servers.limits`: depth, number length, lone surrogates; then the JSON-RPC shape): a bad one is answered with a JSON-RPC error carrying the request's id
 when it can be read (else `id: null`, as JSON-RPC 2.0 prescribes), written through the
 transport's own writer so output lines never interleave.
 """
@@ -22,8 +22,8 @@ import mcp_types as types
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from servers.guards import JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, jsonrpc_problem
-from servers.limits import MAX_NUMBER_CHARS, json_text_problem
+from tau_mcp.servers.guards import JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, jsonrpc_problem
+from tau_mcp.servers.limits import MAX_NUMBER_CHARS, json_text_problem
 
 
 class _TooLong:

@@ -1,7 +1,7 @@
 """Every place that shows a domain's tools to a model or a client (a *surface*), and the one door
 to the listing they all show.
 
-The listing is computed in one function, `servers.engine.tool_listing.tool_listing`: names,
+The listing is computed in one function, `tau_mcp.servers.engine.tool_listing.tool_listing`: names,
 descriptions, input schemas and order are the reference's when the data folder carries its tool
 texts (`tau2/reference_texts/tools/<domain>.json`), else our toolkits' own. No module but this
 one reads that function (tests/test_tool_listing.py checks the imports), so a surface obtains its
@@ -38,11 +38,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from servers.engine import tool_listing as _listing
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode
-from servers.engine.tool_listing import Side, ToolListing
-from servers.engine.variants import Variant
+from tau_mcp.servers.engine import tool_listing as _listing
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode
+from tau_mcp.servers.engine.tool_listing import Side, ToolListing
+from tau_mcp.servers.engine.variants import Variant
 
 View = Literal["agent", "user", "solo"]
 #: One shown tool in the OpenAI function layout the reference's file uses:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conversation.messages import ChatMessage, ToolMessage
-from simulator.base import UserSimulator
+from tau_mcp.conversation.messages import ChatMessage, ToolMessage
+from tau_mcp.simulator.base import UserSimulator
 
 
 class DummyUser(UserSimulator):

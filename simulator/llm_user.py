@@ -1,15 +1,15 @@
 """The model-driven user: the data folder's simulation guidelines plus the task's scenario.
 
 With reference texts the guidelines file, persona slot, scenario layout and role flip follow
-the reference's rules (see `conversation.reference_prompts`); without them, our own layout.
+the reference's rules (see `tau_mcp.conversation.reference_prompts`); without them, our own layout.
 """
 
 from __future__ import annotations
 
-from conversation import llm, reference_prompts
-from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
-from simulator.base import UserContext, UserSimulator
-from simulator.scenario import scenario_text
+from tau_mcp.conversation import llm, reference_prompts
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.scenario import scenario_text
 
 PERSONA_SLOT = "<PERSONA_GUIDELINES>"
 

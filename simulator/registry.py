@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conversation.plugins import plugin_class
-from simulator.base import UserSimulator
-from simulator.dummy import DummyUser
-from simulator.llm_user import LLMUser
-from simulator.scripted import ScriptedUser
+from tau_mcp.conversation.plugins import plugin_class
+from tau_mcp.simulator.base import UserSimulator
+from tau_mcp.simulator.dummy import DummyUser
+from tau_mcp.simulator.llm_user import LLMUser
+from tau_mcp.simulator.scripted import ScriptedUser
 
 USERS: dict[str, type[UserSimulator]] = {
     "llm": LLMUser,

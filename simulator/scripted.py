@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
-from conversation.plan import user_runs
-from simulator.base import UserContext, UserSimulator
-from simulator.scenario import reason_for_call
+from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from tau_mcp.conversation.plan import user_runs
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.scenario import reason_for_call
 
 DONE_TEXT = "Okay, I have done that."
 

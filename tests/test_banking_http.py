@@ -24,7 +24,7 @@ async def _error(http, body: dict, domain: str = "banking_knowledge") -> str:
 
 
 async def test_a_shell_config_without_a_sandbox_is_400_in_one_sentence(monkeypatch) -> None:
-    from servers.knowledge.sandbox import sandbox_problem
+    from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 
     monkeypatch.setenv("TAU_MCP_BWRAP", "/nonexistent/bwrap")
     sandbox_problem.cache_clear()

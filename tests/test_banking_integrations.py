@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
+from tau_mcp.harness.cli import app
 from tests.support.data import DATA_DIR
 
 TEXTS = DATA_DIR / "tau2" / "reference_texts" / "banking_knowledge.json"
@@ -101,7 +101,7 @@ def test_golden_retrieval_records_each_simulations_policy(tmp_path: Path):
 async def test_stdio_serves_the_configs_tools() -> None:
     from fastmcp import Client
 
-    from servers.stdio import build_stdio_server
+    from tau_mcp.servers.stdio import build_stdio_server
 
     server = build_stdio_server(
         "banking_knowledge", "agent", "task_001", DATA_DIR, retrieval_config="grep_only"
@@ -115,7 +115,7 @@ async def test_stdio_serves_the_configs_tools() -> None:
 
 def test_gymnasium_env_takes_the_config() -> None:
     gym = pytest.importorskip("gymnasium", reason="gymnasium not installed")
-    import harness.integrations.gym  # noqa: F401 - registers the ids
+    import tau_mcp.harness.integrations.gym  # noqa: F401 - registers the ids
 
     env = gym.make(
         "tau-mcp/Agent-v0",
@@ -137,7 +137,7 @@ def test_gymnasium_env_takes_the_config() -> None:
 
 
 def test_eval_protocol_rows_name_the_config_and_carry_its_policy() -> None:
-    from harness.integrations.ep_rows import ep_rows
+    from tau_mcp.harness.integrations.ep_rows import ep_rows
     from tests.support.harness import load
 
     domain = load("banking_knowledge")
@@ -149,7 +149,7 @@ def test_eval_protocol_rows_name_the_config_and_carry_its_policy() -> None:
 
 def test_inspect_task_refuses_a_config_that_cannot_run() -> None:
     pytest.importorskip("inspect_ai", reason="inspect-ai not installed (the inspect extra)")
-    from harness.integrations.inspect_tasks import tau_mcp_task
+    from tau_mcp.harness.integrations.inspect_tasks import tau_mcp_task
 
     with pytest.raises(ValueError, match="cannot run here"):
         tau_mcp_task("banking_knowledge", task_ids="task_001", data_dir=str(DATA_DIR))
@@ -164,7 +164,7 @@ async def test_tau_server_episodes_read_their_tasks_golden_policy() -> None:
     is the episode's task's policy, as the reference builds it, not a task-less one."""
     import hashlib
 
-    from servers.stdio import build_stdio_server
+    from tau_mcp.servers.stdio import build_stdio_server
     from tests.support.server import serving
 
     golden = json.loads(TEXTS.read_text())["golden_retrieval_tasks"]

@@ -12,10 +12,10 @@ import asyncio
 
 import pytest
 
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from servers.engine.episode import EpisodeStore
-from servers.knowledge.sandbox import sandbox_problem
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load, mcp_backend
 from tests.support.knowledge import (
@@ -171,7 +171,7 @@ def test_without_the_texts_the_network_configs_say_where_they_come_from(tmp_path
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("OPENROUTER_API_KEY", "k")
     domain = load("banking_knowledge", data_with_model_texts(tmp_path / "data", None))
-    from servers.engine.variants import VariantError
+    from tau_mcp.servers.engine.variants import VariantError
 
     for config in ("bm25_reranker", "qwen_embeddings", "alltools-qwen"):
         with pytest.raises(VariantError) as refused:
@@ -185,7 +185,7 @@ def test_network_configs_name_what_they_lack(monkeypatch):
     for key in ("OPENAI_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     domain = load("banking_knowledge")
-    from servers.engine.variants import VariantError
+    from tau_mcp.servers.engine.variants import VariantError
 
     with pytest.raises(VariantError, match=r"needs OPENAI_API_KEY \(embeddings\)"):
         domain.resolve_variant("openai_embeddings", None)
@@ -234,7 +234,7 @@ async def test_a_slow_shell_command_does_not_hold_up_other_episodes():
 
 
 def test_tool_result_costs_are_read_from_meta():
-    from conversation.tools import COST_META, result_cost
+    from tau_mcp.conversation.tools import COST_META, result_cost
 
     assert result_cost({COST_META: 0.25, "other": 1}) == 0.25
     for meta in (None, {}, {COST_META: "1"}, {COST_META: True}, {COST_META: -1}, [COST_META]):

@@ -17,15 +17,15 @@ from functools import cache
 
 import pytest
 
-from servers.domains.banking_knowledge.retrieval import BankingVariants
-from servers.domains.registry import load_domains
-from servers.engine.domain import Domain
-from servers.engine.episode import EpisodeStore
-from servers.engine.tasks import Task
-from servers.engine.variants import VariantError
-from servers.knowledge import backends, registry
-from servers.knowledge.documents import load_knowledge_base
-from servers.knowledge.sandbox import sandbox_problem
+from tau_mcp.servers.domains.banking_knowledge.retrieval import BankingVariants
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.engine.variants import VariantError
+from tau_mcp.servers.knowledge import backends, registry
+from tau_mcp.servers.knowledge.documents import load_knowledge_base
+from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 from tests.support.data import CONFORMANCE_DIR, DATA_DIR
 from tests.support.knowledge import shell_case_differs
 
@@ -335,7 +335,7 @@ def test_an_episode_serves_its_configs_tools_only() -> None:
 
 
 def test_agent_listing_per_config_is_the_references() -> None:
-    from servers.engine.tool_listing import tool_listing
+    from tau_mcp.servers.engine.tool_listing import tool_listing
 
     reference = json.loads((TEXTS.parent / "tools" / "banking_knowledge.json").read_text())
     for name in variants().names:

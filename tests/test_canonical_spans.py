@@ -10,12 +10,12 @@ import pytest
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from servers.domains.registry import load_domains
-from servers.engine import canonical_doc
-from servers.engine.canonical import canonical_fragment, canonical_json, key_json
-from servers.engine.cow import BaseState, CowDB
-from servers.engine.data import DEMO_DIR
-from servers.engine.episode import EpisodeStore
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine import canonical_doc
+from tau_mcp.servers.engine.canonical import canonical_fragment, canonical_json, key_json
+from tau_mcp.servers.engine.cow import BaseState, CowDB
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.episode import EpisodeStore
 from tests.support import conformance as conf
 from tests.support.canonical_reference import reference_hash, reference_text
 

@@ -7,8 +7,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.cli import app as harness_app
-from servers.cli import app as server_app
+from tau_mcp.harness.cli import app as harness_app
+from tau_mcp.servers.cli import app as server_app
 
 
 def _command_paths(app: typer.Typer) -> list[list[str]]:
@@ -58,7 +58,7 @@ def test_every_evaluate_option_has_help():
 def test_command_lists_show_each_summary_as_flowing_text(app):
     """A command's summary in its group's list is the first paragraph of its help, rewrapped to
     the terminal, not broken at the docstring's own line ends."""
-    from servers.cli_help import summary_line
+    from tau_mcp.servers.cli_help import summary_line
 
     for path in _command_paths(app):
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "400"})

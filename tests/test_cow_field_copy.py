@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from servers.engine.cow import BaseState, CowDB
+from tau_mcp.servers.engine.cow import BaseState, CowDB
 
 
 class Leaf(BaseModel):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli.data import data_app
-from servers.engine.data import load_pins
-from servers.engine.errors import DataError
-from servers.engine.pins import (
+from tau_mcp.harness.cli.data import data_app
+from tau_mcp.servers.engine.data import load_pins
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.pins import (
     archive_sources,
     content_pins,
     content_sha256,

@@ -1,7 +1,7 @@
 """The diagnosis's DB evidence from changed records equals the evidence from whole snapshots.
 
 The grader compares the final and gold states through `Episode.changed_records()` (a few
-records) instead of two full snapshots; `grading.db_diff.diff_changes` must give exactly the rows
+records) instead of two full snapshots; `tau_mcp.grading.db_diff.diff_changes` must give exactly the rows
 `diff_states` gives on the snapshots, in the same order. Checked on failing trajectories of every
 domain (random prefixes of gold plans, perturbed arguments, repeated and foreign writes), on
 hand-made edits the tools never make (deleted records, new records in unsorted order, a table
@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from grading import Grader
-from grading.db_diff import diff_changes, diff_states, limited
-from grading.gold import gold_changes_of, gold_episode
-from harness.backends import EpisodeOptions
-from harness.backends.engine import EngineBackend
-from servers.domains.mock.models import Task as MockTask
-from servers.engine.episode import Episode
+from tau_mcp.grading import Grader
+from tau_mcp.grading.db_diff import diff_changes, diff_states, limited
+from tau_mcp.grading.gold import gold_changes_of, gold_episode
+from tau_mcp.harness.backends import EpisodeOptions
+from tau_mcp.harness.backends.engine import EngineBackend
+from tau_mcp.servers.domains.mock.models import Task as MockTask
+from tau_mcp.servers.engine.episode import Episode
 from tests.support.data import DEMO_DIR
 from tests.support.harness import load, mcp_backend
 from tests.support.server import serving

@@ -22,11 +22,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from harness.backends import InfrastructureError
-from harness.backends import exchange as exchange_mod
-from harness.backends.exchange import HttpExchange
-from harness.errors import ServerGone
-from harness.results import load_results
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.backends import exchange as exchange_mod
+from tau_mcp.harness.backends.exchange import HttpExchange
+from tau_mcp.harness.errors import ServerGone
+from tau_mcp.harness.results import load_results
 from tests.support.data import DEMO_DIR, ROOT
 from tests.support.server import free_port
 
@@ -40,7 +40,7 @@ def _start_server(port: int) -> subprocess.Popen:
         [
             sys.executable,
             "-c",
-            "from servers.cli import app; app()",
+            "from tau_mcp.servers.cli import app; app()",
             "serve",
             "--port",
             str(port),
@@ -76,7 +76,7 @@ def _run(port: int, save_to: Path) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "harness",
+            "tau_mcp.harness",
             "run",
             "--domain",
             "mock",

@@ -9,12 +9,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conversation.messages import ChatMessage, ToolCall, ToolMessage, dump_message
-from grading import Grader
-from grading.db_diff import diff_databases, diff_states
-from grading.diagnosis import CATEGORIES, diagnose, diagnosis_of
-from harness.backends.engine import EngineBackend
-from servers.engine.tasks import Action, Task
+from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage, dump_message
+from tau_mcp.grading import Grader
+from tau_mcp.grading.db_diff import diff_databases, diff_states
+from tau_mcp.grading.diagnosis import CATEGORIES, diagnose, diagnosis_of
+from tau_mcp.harness.backends.engine import EngineBackend
+from tau_mcp.servers.engine.tasks import Action, Task
 from tests.support.harness import load
 
 pytestmark = pytest.mark.needs_data("mock")
@@ -394,7 +394,7 @@ async def test_telecom_user_side_evidence():
 
 
 def test_evaluate_diagnoses_what_it_regrades(mock, tmp_path, monkeypatch):
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     domain, backend = mock
     task = domain.task("update_task_1")
@@ -430,7 +430,7 @@ def test_evaluate_diagnoses_what_it_regrades(mock, tmp_path, monkeypatch):
 
 
 async def test_calls_of_the_tasks_own_history_are_not_held_against_the_agent(mock):
-    from conversation.messages import history_messages
+    from tau_mcp.conversation.messages import history_messages
 
     domain, backend = mock
     task = domain.task("update_task_with_message_history")  # the history creates task_2

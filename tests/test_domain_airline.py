@@ -11,11 +11,11 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from servers.domains.airline import SPEC
-from servers.domains.airline.agent_tools import AirlineTools
-from servers.domains.airline.models import FlightDB
-from servers.engine.cow import BaseState, CowDB
-from servers.engine.render import render_result
+from tau_mcp.servers.domains.airline import SPEC
+from tau_mcp.servers.domains.airline.agent_tools import AirlineTools
+from tau_mcp.servers.domains.airline.models import FlightDB
+from tau_mcp.servers.engine.cow import BaseState, CowDB
+from tau_mcp.servers.engine.render import render_result
 from tests.support import conformance as conf
 
 

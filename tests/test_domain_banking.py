@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from servers.domains.banking_knowledge import SPEC
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, DiscoverableInfo, info
-from servers.domains.registry import load_domains
-from servers.engine.episode import EpisodeStore
-from servers.engine.tool_listing import listing_for, reference_tools_file, tool_listing
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from tau_mcp.servers.domains.banking_knowledge import SPEC
+from tau_mcp.servers.domains.banking_knowledge.discoverable import (
+    AGENT_CLASS,
+    DiscoverableInfo,
+    info,
+)
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.tool_listing import listing_for, reference_tools_file, tool_listing
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, tool
 from tests.support import conformance as conf
 
 FOLDER = conf.DATA_DIR / "tau2" / "domains" / "banking_knowledge"
@@ -274,8 +278,8 @@ ANNOUNCERS = (
 def test_announcing_tools_say_what_their_description_announces(name: str, tmp_path: Path) -> None:
     """A tool that only announces something returns the result its description states (the
     reference texts' `Returns:`), and our own words when the data folder has no texts."""
-    from servers.domains.banking_knowledge.agent_tools import KnowledgeTools
-    from servers.domains.banking_knowledge.discoverable import announced_result
+    from tau_mcp.servers.domains.banking_knowledge.agent_tools import KnowledgeTools
+    from tau_mcp.servers.domains.banking_knowledge.discoverable import announced_result
 
     class Episode:
         def __init__(self, data_dir):

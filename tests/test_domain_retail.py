@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.episode import EpisodeStore
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.episode import EpisodeStore
 from tests.support import conformance as conf
 
 RETAIL_DIR = conf.DATA_DIR / "tau2" / "domains" / "retail"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.canonical import canonical_hash
-from servers.engine.episode import EpisodeStore
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.canonical import canonical_hash
+from tau_mcp.servers.engine.episode import EpisodeStore
 from tests.support import conformance as conf
 
 TELECOM_DIR = conf.DATA_DIR / "tau2" / "domains" / "telecom"

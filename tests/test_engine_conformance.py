@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.canonical import canonical_hash
-from servers.engine.episode import EpisodeStore
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.canonical import canonical_hash
+from tau_mcp.servers.engine.episode import EpisodeStore
 from tests.support import conformance as conf
 
 pytestmark = pytest.mark.needs_data("conformance")
@@ -35,7 +35,7 @@ def replay_gold(store: EpisodeStore, domain: str, task_id: str) -> conf.Mismatch
     )
     conf.compare_hashes(result, episode.hashes(), record["final_sha"])
     for item in record["env_assertions"]:
-        from servers.engine.tasks import EnvAssertion
+        from tau_mcp.servers.engine.tasks import EnvAssertion
 
         met = episode.check_assertion(EnvAssertion.model_validate(item["assertion"]))
         if met != item["met"]:

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app as harness_app
-from servers.integrations.ep_stock import build_app, build_parser
+from tau_mcp.harness.cli import app as harness_app
+from tau_mcp.servers.integrations.ep_stock import build_app, build_parser
 from tests.support.server import DATA_DIR, InProcess, mcp_initialize
 
 pytestmark = pytest.mark.needs_data

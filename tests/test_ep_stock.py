@@ -45,8 +45,8 @@ def _ep_python() -> str:
 
 def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> None:
     python = _ep_python()
-    from harness.integrations.ep_rows import ep_rows, to_jsonl
-    from servers.domains.registry import load_domains
+    from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
+    from tau_mcp.servers.domains.registry import load_domains
 
     domain = load_domains(["mock"], DATA_DIR)["mock"]
     # EP switches on litellm's response cache; two mock tasks share a scenario, and a cached
@@ -77,7 +77,7 @@ def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> N
         TAU_EP_API_KEY="fake-key",
         TAU_EP_OUT=str(out),
         TAU_EP_SERVER_SCRIPT=str(
-            Path(__file__).parents[1] / "servers" / "integrations" / "ep_server.py"
+            Path(__file__).parents[1] / "tau_mcp.servers" / "integrations" / "ep_server.py"
         ),
     )
     run = subprocess.run(
@@ -98,8 +98,8 @@ def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> N
         assert record["grade"]["needs_conversation"] == []
 
     # The same trajectories, re-graded from scratch by `tau-harness evaluate`.
-    from harness.cli import app
-    from harness.integrations.ep_trajectories import simulation_from_ep
+    from tau_mcp.harness.cli import app
+    from tau_mcp.harness.integrations.ep_trajectories import simulation_from_ep
 
     sims = [
         simulation_from_ep(r["task_id"], r["messages"], r["termination_reason"])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.canonical import canonical_hash
-from servers.engine.data import DEMO_DIR
-from servers.engine.episode import EpisodeStore
-from servers.engine.errors import (
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.canonical import canonical_hash
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.errors import (
     DataError,
     EngineError,
     EpisodeExists,
@@ -154,7 +154,7 @@ def test_bad_initial_state_is_reported(tmp_path: Path) -> None:
 def test_policy_texts_and_solo_support(store: EpisodeStore) -> None:
     domain = store.domain("mock")
     assert "Task desk" in domain.policy() and "ticket mode" in domain.policy(solo=True)
-    from servers.engine.domain import Domain, DomainSpec
+    from tau_mcp.servers.engine.domain import Domain, DomainSpec
 
     no_solo = Domain(
         DomainSpec(**{**domain.spec.__dict__, "solo_policy_files": ()}), domain.data_dir

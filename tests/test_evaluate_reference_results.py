@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from grading import Grader
-from grading.compare import comparable
-from harness.backends.engine import EngineBackend
-from harness.cli import app
-from harness.evaluate import is_solo_run, regrade
-from harness.results import load_results
+from tau_mcp.grading import Grader
+from tau_mcp.grading.compare import comparable
+from tau_mcp.harness.backends.engine import EngineBackend
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.evaluate import is_solo_run, regrade
+from tau_mcp.harness.results import load_results
 from tests.support.data import DATA_DIR
 from tests.support.harness import load
 

@@ -54,7 +54,7 @@ CASES = [
 
 
 async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
-    from servers.app import ServerSettings, create_app
+    from tau_mcp.servers.app import ServerSettings, create_app
 
     if full_path:
         monkeypatch.setenv("TAU_MCP_FULL_PATH", "1")
@@ -75,7 +75,7 @@ async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
 
 def _count_short_path(monkeypatch) -> list[bool]:
     """For each request the short path sees, whether it answered it (True) or handed it on."""
-    from servers.fast_calls import FastToolCalls
+    from tau_mcp.servers.fast_calls import FastToolCalls
 
     served: list[bool] = []
     original = FastToolCalls.serve
@@ -113,7 +113,7 @@ LIST_HEADERS = {
 
 
 async def _listings(monkeypatch, domain, full_path: bool) -> dict[str, tuple[int, dict]]:
-    from servers.app import ServerSettings, create_app
+    from tau_mcp.servers.app import ServerSettings, create_app
 
     if full_path:
         monkeypatch.setenv("TAU_MCP_FULL_PATH", "1")
@@ -137,7 +137,7 @@ async def _listings(monkeypatch, domain, full_path: bool) -> dict[str, tuple[int
 async def test_short_path_lists_tools_as_fastmcp_does(monkeypatch, name):
     """Same JSON as FastMCP's own tools/list, for every side of every domain: with the
     reference's tool texts and with our own (the demo data)."""
-    from servers.domains.registry import load_domains
+    from tau_mcp.servers.domains.registry import load_domains
 
     if name == "demo-mock":
         from pathlib import Path
@@ -161,7 +161,7 @@ async def test_in_process_server_builds_fastmcp_only_for_requests_that_need_it()
     """The harness's in-process server answers listing and calls without building a FastMCP
     app; a request only FastMCP answers (a legacy `initialize`) builds one on the spot, and the
     server still shuts down cleanly."""
-    from harness.backends.http import in_process_backend
+    from tau_mcp.harness.backends.http import in_process_backend
     from tests.support.server import MCP_HEADERS, mcp_initialize
 
     backend = await in_process_backend({"airline": load("airline")})

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from grading import Grader
-from grading.compare import comparable
-from harness.backends.engine import EngineBackend
-from harness.evaluate import regrade
+from tau_mcp.grading import Grader
+from tau_mcp.grading.compare import comparable
+from tau_mcp.harness.backends.engine import EngineBackend
+from tau_mcp.harness.evaluate import regrade
 from tests.support.harness import load
 
 pytestmark = pytest.mark.needs_data

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from grading.compare import comparable
-from harness.cli import app
+from tau_mcp.grading.compare import comparable
+from tau_mcp.harness.cli import app
 from tests.support.data import DEMO_DIR
 
 pytestmark = pytest.mark.e2e

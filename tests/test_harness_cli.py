@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from harness.cli import app
+from tau_mcp.harness.cli import app
 from tests.support.data import DEMO_DIR
 
 cli = CliRunner()
@@ -177,7 +177,7 @@ def test_errors_are_one_sentence(tmp_path):
 
 
 def test_infrastructure_causes_are_counted_and_shortened() -> None:
-    from harness.report.console import infrastructure_causes
+    from tau_mcp.harness.report.console import infrastructure_causes
 
     sims = [
         {

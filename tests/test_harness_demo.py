@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from servers.engine.data import DEMO_DIR
+from tau_mcp.harness.cli import app
+from tau_mcp.servers.engine.data import DEMO_DIR
 
 
 @pytest.mark.skipif(

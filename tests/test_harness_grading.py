@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from conversation.messages import ChatMessage, ToolCall
-from grading import Grader
-from grading.checks import check_actions, check_communication
-from harness.agents import Agent
-from harness.backends.engine import EngineBackend
-from harness.config import RunConfig
-from harness.metrics import pass_hat_k, summarize
-from harness.orchestrator import Limits, Orchestrator
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from servers.engine.tasks import Task
+from tau_mcp.conversation.messages import ChatMessage, ToolCall
+from tau_mcp.grading import Grader
+from tau_mcp.grading.checks import check_actions, check_communication
+from tau_mcp.harness.agents import Agent
+from tau_mcp.harness.backends.engine import EngineBackend
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.metrics import pass_hat_k, summarize
+from tau_mcp.harness.orchestrator import Limits, Orchestrator
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.tasks import Task
 from tests.support.data import DEMO_DIR
 from tests.support.harness import load
 
@@ -283,7 +283,7 @@ class ChattyUser:
 
 
 async def _converse(backend, agent_cls, limits):
-    from harness.agents import AgentContext
+    from tau_mcp.harness.agents import AgentContext
 
     domain = backend.store.domains["mock"]
     task = domain.task("demo_create")
@@ -318,7 +318,7 @@ async def test_solo_oracle_with_the_dummy_user(mock):
 
 def test_bad_run_configurations_fail_with_one_sentence(mock):
     domain, backend = mock
-    from harness.errors import ConfigError
+    from tau_mcp.harness.errors import ConfigError
 
     def make(**settings):
         return SimulationRunner(backend, domain, RunConfig(domain="mock", **settings))
@@ -346,8 +346,8 @@ class SilentAgent(Agent):
 
 
 async def test_protocol_enforcement_and_empty_messages(mock):
-    from harness.agents import AgentContext
-    from harness.orchestrator import EmptyMessageError
+    from tau_mcp.harness.agents import AgentContext
+    from tau_mcp.harness.orchestrator import EmptyMessageError
 
     domain, backend = mock
     task = domain.task("demo_create")
@@ -369,7 +369,7 @@ async def test_protocol_enforcement_and_empty_messages(mock):
 
 
 def test_malformed_tool_call_arguments_fail_the_attempt() -> None:
-    from conversation.llm import MalformedToolCall, _parse_arguments
+    from tau_mcp.conversation.llm import MalformedToolCall, _parse_arguments
 
     assert _parse_arguments('{"a": 1}') == {"a": 1} and _parse_arguments("") == {}
     with pytest.raises(MalformedToolCall, match="not valid JSON"):

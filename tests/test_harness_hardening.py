@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents import OracleAgent
-from harness.cli import app
-from harness.results import ResultsFile, atomic_write, journal_path, load_results
-from harness.results_lock import ResultsLocked, lock_path, results_lock
-from harness.resume_check import differences
+from tau_mcp.harness.agents import OracleAgent
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.results import ResultsFile, atomic_write, journal_path, load_results
+from tau_mcp.harness.results_lock import ResultsLocked, lock_path, results_lock
+from tau_mcp.harness.resume_check import differences
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer
 
@@ -51,7 +51,7 @@ def _command(
     return [
         sys.executable,
         "-m",
-        "harness",
+        "tau_mcp.harness",
         "run",
         "--domain",
         "mock",
@@ -314,7 +314,7 @@ def test_the_retail_judge_without_a_key_says_judge_none_up_front(tmp_path, monke
 
 
 def test_a_local_model_with_api_base_needs_no_key(monkeypatch):
-    from harness.preflight import ModelUse, problem
+    from tau_mcp.harness.preflight import ModelUse, problem
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
@@ -476,7 +476,7 @@ def test_evaluate_on_a_message_it_cannot_replay_is_one_sentence(tmp_path):
 
 
 async def test_the_first_failure_cancels_the_other_simulations():
-    from harness.task_group import gather_or_cancel
+    from tau_mcp.harness.task_group import gather_or_cancel
 
     finished = []
 

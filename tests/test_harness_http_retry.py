@@ -8,7 +8,7 @@ import json
 import httpx2
 import pytest
 
-from harness.backends.retry import IDEMPOTENT, SafeRetryTransport
+from tau_mcp.harness.backends.retry import IDEMPOTENT, SafeRetryTransport
 
 
 class Flaky(httpx2.AsyncBaseTransport):
@@ -86,8 +86,8 @@ async def test_gives_up_after_the_retry_budget() -> None:
 
 
 async def test_backend_learns_read_only_tools_and_creates_episodes_idempotently() -> None:
-    from harness.backends.http import in_process_backend
-    from servers.domains.registry import load_domains
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.servers.domains.registry import load_domains
     from tests.support.data import DEMO_DIR
 
     backend = await in_process_backend(load_domains(["mock"], DEMO_DIR))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conversation.messages import parse_message
-from grading import Grader, Judge
-from harness.config import RunConfig
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
+from tau_mcp.conversation.messages import parse_message
+from tau_mcp.grading import Grader, Judge
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
 from tests.support.data import DEMO_DIR
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load, mcp_backend

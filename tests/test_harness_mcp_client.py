@@ -24,8 +24,8 @@ async def _play(backend) -> tuple[list[str], str, bool, str, bool]:
 
 
 async def test_the_sdk_fallback_sees_what_the_lean_client_sees():
-    from harness.backends.http import in_process_backend
-    from harness.backends.mcp_wire import WireMcpSession
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.backends.mcp_wire import WireMcpSession
 
     domain = load("airline")
     lean = await in_process_backend({"airline": domain})
@@ -52,8 +52,8 @@ async def test_the_sdk_fallback_sees_what_the_lean_client_sees():
 
 
 async def test_a_path_that_is_no_mcp_endpoint_is_not_taken_for_a_modern_one():
-    from harness.backends.http import in_process_backend
-    from harness.backends.mcp_wire import supports_modern
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.backends.mcp_wire import supports_modern
 
     backend = await in_process_backend({"airline": load("airline")})
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import RunConfig
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from harness.wiring import load_domain
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.harness.wiring import load_domain
 from tests.support.conformance import gold
 from tests.support.data import DATA_DIR
 from tests.support.harness import domain_available, load, mcp_backend

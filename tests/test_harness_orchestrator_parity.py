@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage, history_messages
-from harness.agents import Agent, AgentContext
-from harness.backends import ToolResult
-from harness.config import RunConfig
-from harness.orchestrator import Orchestrator
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from simulator.base import UserContext, UserSimulator
-from simulator.llm_user import as_seen_by_user
+from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage, history_messages
+from tau_mcp.harness.agents import Agent, AgentContext
+from tau_mcp.harness.backends import ToolResult
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.orchestrator import Orchestrator
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.llm_user import as_seen_by_user
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load, mcp_backend
 
@@ -124,7 +124,7 @@ async def test_history_ending_on_a_user_tool_result_goes_to_the_user_first():
 
 
 async def test_user_tool_errors_count_toward_the_error_limit():
-    from harness.orchestrator import Limits
+    from tau_mcp.harness.orchestrator import Limits
 
     user = ScriptUser([user_call("reboot_device", f"u{i}") for i in range(5)])
     agent = ScriptAgent([])

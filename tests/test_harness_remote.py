@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
+from tau_mcp.harness.cli import app
 from tests.support.server import DATA_DIR, real_server
 
 pytestmark = [pytest.mark.needs_data("airline"), pytest.mark.e2e]

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from harness.agents import OracleAgent
-from harness.results import journal_path, load_results
+from tau_mcp.harness.agents import OracleAgent
+from tau_mcp.harness.results import journal_path, load_results
 from tests.support.data import DEMO_DIR, ROOT
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +34,7 @@ def _harness(save_to, agent: str) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
-        "harness",
+        "tau_mcp.harness",
         "run",
         "--domain",
         "mock",
@@ -99,7 +99,7 @@ def test_killed_run_resumes_without_losing_or_corrupting_anything(tmp_path):
 
 
 def test_journal_is_folded_in_and_a_torn_line_ignored(tmp_path):
-    from harness.results import ResultsFile
+    from tau_mcp.harness.results import ResultsFile
 
     path = tmp_path / "r.json"
     results = ResultsFile(path, {"note": "x"}, [])

@@ -18,11 +18,11 @@ from fastmcp import Client as FastMCPClient
 from mcp import Client as SdkClient
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.config import RunConfig
-from harness.results import journal_path, load_results
-from harness.serve.host import hosted
-from harness.serve.simulation import make_hub
-from servers.engine.tool_listing import tool_listing
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.results import journal_path, load_results
+from tau_mcp.harness.serve.host import hosted
+from tau_mcp.harness.serve.simulation import make_hub
+from tau_mcp.servers.engine.tool_listing import tool_listing
 from tests.support.fake_llm_server import text
 from tests.support.harness import domain_available, load, mcp_backend
 from tests.support.mcp_agent_program import play
@@ -301,7 +301,7 @@ async def test_save_to_appends_and_resumes(tmp_path):
 
 
 def test_serve_config_plays_once():
-    from harness.serve.simulation import serve_config
+    from tau_mcp.harness.serve.simulation import serve_config
 
     assert serve_config(replace(RunConfig(domain="mock"), max_retries=5)).max_retries == 0
 
@@ -346,7 +346,7 @@ def test_the_serve_command_end_to_end(tmp_path):
     from tests.support.server import free_port
 
     port, out = free_port(), tmp_path / "served.json"
-    command = [sys.executable, "-c", "from harness.cli import app; app()", "serve"]
+    command = [sys.executable, "-c", "from tau_mcp.harness.cli import app; app()", "serve"]
     command += ["--domain", "mock", "--user", "scripted", "--judge-llm", "none"]
     command += ["--port", str(port), "--token", "tok", "--save-to", str(out)]
     command += ["--data-dir", str(DATA_DIR)]
@@ -382,7 +382,7 @@ def test_the_serve_command_end_to_end(tmp_path):
 @pytest.mark.e2e
 async def test_episodes_on_a_running_tau_server():
     """`--server URL`: the episodes live on a separate `tau-server` process."""
-    from harness.backends.http import remote_backend
+    from tau_mcp.harness.backends.http import remote_backend
     from tests.support.server import real_server
 
     domain = load("mock")

@@ -7,7 +7,7 @@ short path speak the protocol without them). Nor does a run need the other comma
 reviewer and the diagnosis load when a review or a failure first asks for them. These are
 module-set checks, not timings.
 
-`tau-harness` ends without tearing the interpreter down (`harness.cli.exit_now`): exit handlers
+`tau-harness` ends without tearing the interpreter down (`tau_mcp.harness.cli.exit_now`): exit handlers
 still run, the exit status is sys.exit's, and a thread still running is waited for.
 """
 
@@ -30,7 +30,7 @@ HEAVY = ("litellm", "openai", "fastmcp", "mcp", "httpx2", "uvicorn")
 # (printed by an exit handler, which `tau-harness` runs as it exits).
 PROBE = """
 import atexit, json, sys
-import harness.simulate as simulate_module
+import tau_mcp.harness.simulate as simulate_module
 seen = {}
 original = simulate_module.SimulationRunner.simulate
 def simulate(self, *args, **kwargs):
@@ -41,27 +41,27 @@ def report():
     seen["end"] = sorted(sys.modules)
     print("PROBE", json.dumps(seen), flush=True)
 atexit.register(report)
-from harness.cli import main
+from tau_mcp.harness.cli import main
 sys.argv = ["tau-harness", *json.loads(sys.argv[1])]
 main()
 """
 
 # Not needed by a run of the mock demo before its first simulation, nor at all.
 NOT_BEFORE_FIRST_SIMULATION = (
-    "grading.review",
-    "grading.diagnosis",
-    "grading.db_diff",
-    "harness.report",
+    "tau_mcp.grading.review",
+    "tau_mcp.grading.diagnosis",
+    "tau_mcp.grading.db_diff",
+    "tau_mcp.harness.report",
 )
 NOT_AT_ALL = (
-    "harness.leaderboard",
-    "harness.cli.convert",
-    "harness.cli.submit",
-    "harness.cli.evaluate",
-    "harness.cli.serve",
-    "harness.cli.review",
-    "harness.cli.data",
-    "harness.serve",
+    "tau_mcp.harness.leaderboard",
+    "tau_mcp.harness.cli.convert",
+    "tau_mcp.harness.cli.submit",
+    "tau_mcp.harness.cli.evaluate",
+    "tau_mcp.harness.cli.serve",
+    "tau_mcp.harness.cli.review",
+    "tau_mcp.harness.cli.data",
+    "tau_mcp.harness.serve",
     "numpy",
     "jsonschema",
     *HEAVY,
@@ -104,12 +104,12 @@ def test_a_mock_run_loads_only_what_it_uses(tmp_path):
     late = _loaded(probe["end"], NOT_AT_ALL)
     assert late == [], f"loaded by the run: {late}"
     # the program's own command did load (the probe sees real module sets)
-    assert "harness.cli.run" in probe["first"] and "harness.report" in probe["end"]
+    assert "tau_mcp.harness.cli.run" in probe["first"] and "tau_mcp.harness.report" in probe["end"]
 
 
 EXIT_PROBE = """
 import atexit, sys, threading, time
-from harness.cli import exit_now
+from tau_mcp.harness.cli import exit_now
 atexit.register(lambda: print("handler ran", file=sys.stderr, flush=True))
 sys.stdout.write("unflushed line")  # buffered: the exit must flush it
 mode = sys.argv[1]
@@ -147,7 +147,7 @@ def test_exit_now_keeps_what_sys_exit_does(mode, status, stdout, stderr):
 
 
 def test_the_program_exits_with_the_commands_status(tmp_path):
-    code = "from harness.cli import main; main()"
+    code = "from tau_mcp.harness.cli import main; main()"
     ok = subprocess.run(
         [sys.executable, "-c", code, "--version"], capture_output=True, text=True, timeout=60
     )

@@ -14,10 +14,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config import RunConfig
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
 from tests.support.data import DATA_DIR
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load, mcp_backend

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.metrics import INFRA
-from harness.results import journal_path, load_results
-from harness.results_lock import lock_path
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.results import journal_path, load_results
+from tau_mcp.harness.results_lock import lock_path
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load
@@ -33,7 +33,7 @@ def _command(save_to: Path, *extra: str, domain: str = "mock", agent: str = "ora
     return [
         sys.executable,
         "-m",
-        "harness",
+        "tau_mcp.harness",
         "run",
         "--domain",
         domain,

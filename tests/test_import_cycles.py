@@ -8,7 +8,7 @@ two modules together; it only hides the circle until the function runs) and the 
 `TYPE_CHECKING`. A package's `__init__` is a module like any other: importing its own submodule
 is an ordinary edge (Python runs the `__init__` first anyway, and grimp adds no edge back), so
 it is a circle only when that submodule, or something it imports, imports the package back
-(`from harness.agents import Agent` inside `harness.agents.x`), which is a real circle: the
+(`from tau_mcp.harness.agents import Agent` inside `tau_mcp.harness.agents.x`), which is a real circle: the
 submodule would see the package half-initialized. Nothing is exempt.
 """
 
@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("servers", "harness", "grading", "conversation", "simulator")
+from tests.support.import_graph import build_graph
 
 
 def _graph() -> grimp.ImportGraph:
-    # No cache: grimp's cache can serve a graph of files that have since changed.
-    return grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
+    return build_graph()
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
@@ -41,10 +40,14 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 def test_the_graph_holds_function_local_imports() -> None:
     """The check can see a lazy import (else a circle closed by one would pass unseen)."""
     graph = _graph()
-    assert {"harness.simulate", "servers.engine.data", "grading.grader"} <= graph.modules
+    assert {
+        "tau_mcp.harness.simulate",
+        "tau_mcp.servers.engine.data",
+        "tau_mcp.grading.grader",
+    } <= graph.modules
     # `captured_participant` imports the runner inside the function.
     assert graph.direct_import_exists(
-        importer="harness.surface_probes", imported="harness.simulate"
+        importer="tau_mcp.harness.surface_probes", imported="tau_mcp.harness.simulate"
     )
 
 

@@ -25,7 +25,7 @@ def test_mock_model_as_agent_llm_user_reward_in_log(fake, tmp_path: Path) -> Non
     from inspect_ai.log import read_eval_log
     from inspect_ai.model import ModelOutput, get_model
 
-    from harness.integrations.inspect_tasks import tau_mcp_mock
+    from tau_mcp.harness.integrations.inspect_tasks import tau_mcp_mock
 
     # The model under evaluation: creates the task in the first sample, only talks in the second.
     agent = get_model(
@@ -65,7 +65,7 @@ def test_mock_model_as_agent_llm_user_reward_in_log(fake, tmp_path: Path) -> Non
 
 @pytest.mark.e2e
 def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
-    """`inspect eval harness/tau_mcp_mock --model mockllm/model`: what a user types."""
+    """`inspect eval tau_mcp/tau_mcp_mock --model mockllm/model`: what a user types."""
     inspect = Path(sys.executable).with_name("inspect")
     if not inspect.exists():
         pytest.skip("the inspect command is not installed beside this interpreter")
@@ -73,7 +73,7 @@ def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
         [
             str(inspect),
             "eval",
-            "harness/tau_mcp_mock",
+            "tau_mcp/tau_mcp_mock",
             "--model",
             "mockllm/model",
             "-T",
@@ -97,7 +97,7 @@ def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
     from inspect_ai.log import list_eval_logs, read_eval_log
 
     log = read_eval_log(list_eval_logs(str(tmp_path))[0])
-    assert log.eval.task == "harness/tau_mcp_mock"
+    assert log.eval.task == "tau_mcp/tau_mcp_mock"
     [sample] = log.samples
     score = sample.scores["tau_mcp_grade"]
     assert (score.value, score.answer) == (0.0, "user_stop")  # the mock model only chats
@@ -105,7 +105,7 @@ def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
 
 
 def test_bad_options_fail_with_one_sentence() -> None:
-    from harness.integrations.inspect_tasks import tau_mcp_mock
+    from tau_mcp.harness.integrations.inspect_tasks import tau_mcp_mock
 
     with pytest.raises(ValueError, match="unknown task id"):
         tau_mcp_mock(task_ids="nope", data_dir=str(DATA_DIR))
@@ -114,7 +114,7 @@ def test_bad_options_fail_with_one_sentence() -> None:
 
 
 def test_task_ids_as_inspect_parses_them() -> None:
-    from harness.integrations.inspect_tasks import _ids
+    from tau_mcp.harness.integrations.inspect_tasks import _ids
 
     assert _ids(7) == ["7"]  # `-T task_ids=7` arrives as a number
     assert _ids("0, 1,2") == ["0", "1", "2"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import install_hint
+from tau_mcp.harness import install_hint
 
 REQUIRES = ['ray<3,>=2.40; extra == "ray"', "typer>=0.12", 'gymnasium<1.0,>=0.29.1; extra == "gym"']
 
@@ -29,7 +29,9 @@ class FakeDist:
 @pytest.fixture
 def installed(monkeypatch, tmp_path):
     # as if the package ran from site-packages, not from this checkout
-    monkeypatch.setattr(install_hint, "__file__", str(tmp_path / "site" / "harness" / "x.py"))
+    monkeypatch.setattr(
+        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp.harness" / "x.py")
+    )
 
     def set_up(dist, prefix=None):
         monkeypatch.setattr(install_hint, "distribution", lambda name: dist)
@@ -77,7 +79,9 @@ def test_a_source_tree_installs_itself_with_the_extra():
 
 
 def test_not_installed(monkeypatch, tmp_path):
-    monkeypatch.setattr(install_hint, "__file__", str(tmp_path / "site" / "harness" / "x.py"))
+    monkeypatch.setattr(
+        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp.harness" / "x.py")
+    )
 
     def missing(name):
         raise PackageNotFoundError(name)
@@ -87,8 +91,8 @@ def test_not_installed(monkeypatch, tmp_path):
 
 
 def test_the_ray_refusal_names_the_command(monkeypatch):
-    from harness.distributed import ray_pool
-    from harness.errors import ConfigError
+    from tau_mcp.harness.distributed import ray_pool
+    from tau_mcp.harness.errors import ConfigError
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError) as refused:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conversation.messages import ChatMessage, ToolCall, ToolMessage
-from harness.integrations.actions import (
+from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage
+from tau_mcp.harness.integrations.actions import (
     ActionError,
     function_style,
     observation_text,

@@ -18,7 +18,7 @@ gym = pytest.importorskip("gymnasium", reason="gymnasium not installed (pip inst
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
-import harness.integrations.gym  # noqa: E402,F401 - registers the ids on Gymnasium 1.x
+import tau_mcp.harness.integrations.gym  # noqa: E402,F401 - registers the ids on Gymnasium 1.x
 
 TASKS = {
     "mock": ["demo_history", "demo_create"],
@@ -73,7 +73,7 @@ def tool_calls(simulation: dict) -> list[tuple]:
 def oracle_runs(domain: str, task_ids: list[str], tmp_path: Path) -> dict[str, dict]:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     out = tmp_path / f"oracle_{domain}.json"
     result = CliRunner().invoke(
@@ -130,7 +130,7 @@ def test_make_works_after_import_gymnasium_alone():
         pytest.skip("Gymnasium 1.x loads no plugins on import; the gym extra installs 0.29")
     code = (
         "import gymnasium as gym\n"
-        "ids = ['tau-mcp/Agent-v0', 'harness.integrations.gym:tau-mcp/User-v0']\n"
+        "ids = ['tau-mcp/Agent-v0', 'tau_mcp.harness.integrations.gym:tau-mcp/User-v0']\n"
         "agent = gym.make(ids[0], domain='mock', task_id='demo_create', user='scripted',"
         " data_dir=DATA)\n"
         "obs, info = agent.reset(seed=0)\n"
@@ -428,7 +428,7 @@ def test_a_process_that_never_closes_its_env_exits_and_deletes_the_episode():
     from tests.support.server import real_server
 
     script = (
-        "import gymnasium as gym, harness.integrations.gym\n"
+        "import gymnasium as gym, tau_mcp.harness.integrations.gym\n"
         "env = gym.make('tau-mcp/Agent-v0', domain='mock', task_id='demo_create',"
         f" user='scripted', data_dir={str(DEMO_DIR)!r}, server=SERVER)\n"
         "print(env.reset(seed=0)[1]['episode_id'])\n"

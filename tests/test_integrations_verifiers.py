@@ -21,7 +21,7 @@ from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import domain_available
 
 pytestmark = [pytest.mark.needs_data, pytest.mark.e2e]
-MODULE = "harness.integrations.verifiers_env"
+MODULE = "tau_mcp.harness.integrations.verifiers_env"
 
 
 def _vf_eval() -> Path:

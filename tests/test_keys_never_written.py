@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from harness import redaction
-from harness.results import ResultsFile, load_results
+from tau_mcp.harness import redaction
+from tau_mcp.harness.results import ResultsFile, load_results
 from tests.support.data import DATA_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, echo_key, text
 from tests.support.server import free_port, real_server
@@ -55,7 +55,7 @@ def _env() -> dict[str, str]:
 
 def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "tau_mcp.harness", *args],
         cwd=ROOT,
         env=env or _env(),
         capture_output=True,
@@ -314,7 +314,7 @@ def test_serve_save_to_answers_and_logs_hold_no_key(fake, tmp_path: Path) -> Non
     port, save_to = free_port(), tmp_path / "served.json"
     args = {"api_base": fake.api_base, "api_key": user_key, "num_retries": 0}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "serve", "--domain", "mock", "--user", "llm"]
+        [sys.executable, "-m", "tau_mcp.harness", "serve", "--domain", "mock", "--user", "llm"]
         + ["--user-llm", "openai/user-model", "--user-llm-args", json.dumps(args)]
         + ["--judge-llm", "none", "--port", str(port), "--token", token]
         + ["--save-to", str(save_to), "--data-dir", str(DATA_DIR), "--log-level", "info"],

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servers.engine import call_context
-from servers.knowledge.embeddings import (
+from tau_mcp.servers.engine import call_context
+from tau_mcp.servers.knowledge.embeddings import (
     BLANK_QUERY,
     DenseIndex,
     DenseRetriever,
@@ -147,7 +147,7 @@ def test_concurrent_cold_starts_send_one_request(tmp_path):
 def test_worker_processes_share_the_cache(tmp_path):
     script = (
         "import sys\n"
-        "from servers.knowledge.embeddings import reference_embedder\n"
+        "from tau_mcp.servers.knowledge.embeddings import reference_embedder\n"
         "from tests.support.knowledge import banking_documents\n"
         "from tests.test_knowledge_embeddings import _index\n"
         "from pathlib import Path\n"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from servers.engine import call_context
-from servers.knowledge.rerank import PointwiseReranker, parse_rating
+from tau_mcp.servers.engine import call_context
+from tau_mcp.servers.knowledge.rerank import PointwiseReranker, parse_rating
 from tests.support.fake_llm_server import FakeLLMServer, text
 from tests.support.knowledge import (
     banking_documents,

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from servers.knowledge import kb_files, sandbox
-from servers.knowledge.kb_files import FOLDERS, ProcessFolders, file_stem
-from servers.knowledge.sandbox import Limits, Sandbox, sandbox_problem
-from servers.knowledge.shell import ShellWorkspace, blocked_pattern, scrub_listing, tool_text
+from tau_mcp.servers.knowledge import kb_files, sandbox
+from tau_mcp.servers.knowledge.kb_files import FOLDERS, ProcessFolders, file_stem
+from tau_mcp.servers.knowledge.sandbox import Limits, Sandbox, sandbox_problem
+from tau_mcp.servers.knowledge.shell import (
+    ShellWorkspace,
+    blocked_pattern,
+    scrub_listing,
+    tool_text,
+)
 from tests.support.knowledge import (
     Doc,
     banking_documents,
@@ -338,8 +343,8 @@ def test_nothing_is_left_behind():
     root = Path(__file__).resolve().parents[1]
     script = (
         "import os, signal, sys\n"
-        "from servers.knowledge.kb_files import FOLDERS\n"
-        "from servers.knowledge.shell import ShellWorkspace\n"
+        "from tau_mcp.servers.knowledge.kb_files import FOLDERS\n"
+        "from tau_mcp.servers.knowledge.shell import ShellWorkspace\n"
         "from tests.support.knowledge import banking_documents\n"
         "folder = FOLDERS.shared(banking_documents()[:20], 'md')\n"
         "w = ShellWorkspace(folder, writable=True)\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.leaderboard import board
+from tau_mcp.harness.leaderboard import board
 from tests.support.data import DATA_DIR
 from tests.support.leaderboard import LEADERBOARD_DIR, invoke, needs_fixture
 

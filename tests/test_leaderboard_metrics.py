@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.leaderboard.metrics import domain_scores, gold_action_count, mean_order
+from tau_mcp.harness.leaderboard.metrics import domain_scores, gold_action_count, mean_order
 from tests.support.leaderboard import (
     BOARD_DOMAINS,
     LEADERBOARD_DIR,

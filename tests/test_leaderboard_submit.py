@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.leaderboard.schema import load_schema, schema_problems
+from tau_mcp.harness.leaderboard.schema import load_schema, schema_problems
 from tests.support.data import DATA_DIR
 from tests.support.leaderboard import (
     AGENT,

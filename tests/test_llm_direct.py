@@ -1,7 +1,7 @@
 """The cheap model-call route sends what litellm's full path sends and reads replies the same way.
 
 Every case runs twice against the recording fake server: once through `litellm.acompletion`
-(`TAU_LITELLM_FULL_PATH=1`) and once through `conversation.direct`; request bodies must be
+(`TAU_LITELLM_FULL_PATH=1`) and once through `tau_mcp.conversation.direct`; request bodies must be
 equal key for key, and the resulting messages equal field for field.
 """
 
@@ -12,8 +12,8 @@ import copy
 
 import pytest
 
-from conversation import direct, llm
-from conversation.messages import ChatMessage, ToolCall, ToolMessage
+from tau_mcp.conversation import direct, llm
+from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage
 from tests.support.fake_llm_server import FakeLLMServer, call, failure, text
 
 TOOLS = [

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.data import DEMO_DIR
 from tests.support.server import spawned
 
 pytestmark = pytest.mark.e2e
@@ -77,8 +77,8 @@ def run_scenario(url: str, scenario: str) -> tuple[int, int, str]:
 
 
 PY = sys.executable
-TAU_SERVER = [PY, "-c", "from servers.cli import app; app()"]
-TAU_HARNESS = [PY, "-c", "from harness.cli import main; main()"]
+TAU_SERVER = [PY, "-c", "from tau_mcp.servers.cli import app; app()"]
+TAU_HARNESS = [PY, "-c", "from tau_mcp.harness.cli import main; main()"]
 
 
 def _check_all(endpoints: dict[str, str]) -> None:

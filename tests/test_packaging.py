@@ -30,6 +30,7 @@ from tests.support.data import DATA_DIR, ROOT
 pytestmark = pytest.mark.e2e
 
 CODE = ("servers", "conversation", "grading", "simulator", "harness")
+"""The code folders of the checkout; the wheel holds each as `tau_mcp/<folder>/`."""
 NOT_SHIPPED = ("tests/", "scripts/", "docs/", "data/", ".ci/")
 
 
@@ -116,31 +117,42 @@ def test_the_wheel_holds_every_package_and_the_data_and_nothing_test_only(wheel)
     names = zipfile.ZipFile(wheel).namelist()
     for package in CODE:
         for init in (ROOT / package).rglob("__init__.py"):
-            assert init.relative_to(ROOT).as_posix() in names, f"{init} is not in the wheel"
+            wanted = f"tau_mcp/{init.relative_to(ROOT).as_posix()}"
+            assert wanted in names, f"{init} is not in the wheel"
     demo = ROOT / "data" / "demo"
     for file in (p for p in demo.rglob("*") if p.is_file()):
-        assert f"tau_mcp_data/demo/{file.relative_to(demo).as_posix()}" in names
+        assert f"tau_mcp/data/demo/{file.relative_to(demo).as_posix()}" in names
     for needed in (
-        "tau_mcp_data/__init__.py",
-        "tau_mcp_data/reference_pins.json",
-        "harness/report/templates/report.html.j2",
-        "harness/reference_texts/layout.json",
-        "harness/reference_texts/dump.py",
-        "harness/presets/tau2-leaderboard.toml",
+        "tau_mcp/__init__.py",
+        "tau_mcp/data/__init__.py",
+        "tau_mcp/data/reference_pins.json",
+        "tau_mcp/harness/report/templates/report.html.j2",
+        "tau_mcp/harness/reference_texts/layout.json",
+        "tau_mcp/harness/reference_texts/dump.py",
+        "tau_mcp/harness/presets/tau2-leaderboard.toml",
     ):
         assert needed in names
     assert not [n for n in names if n.startswith(NOT_SHIPPED)]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "tau-harness = harness.cli:main" in scripts and "tau-server = servers.cli:app" in scripts
+    assert "tau-harness = tau_mcp.harness.cli:main" in scripts
+    assert "tau-server = tau_mcp.servers.cli:app" in scripts
     metadata = zipfile.ZipFile(wheel).read(entry_points.replace("entry_points.txt", "METADATA"))
     assert b"matplotlib" not in metadata  # the report draws its own charts
+
+
+def test_the_wheel_has_one_top_level_name(wheel):
+    """Everything installs under `tau_mcp`: no generic top-level package (`servers`, `harness`,
+    ...) to clash with PyPI's or with a user's own folders (issue 29)."""
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
+    assert top == {"tau_mcp"}
 
 
 def test_installed_wheel_runs_from_an_unrelated_folder(venv, clean_env, tmp_path):
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
-         "import harness, tau_mcp_data, servers.engine.data as d; "
+         "import tau_mcp.harness as harness, tau_mcp.data as tau_mcp_data, tau_mcp.servers.engine.data as d; "
          "print(harness.__file__, tau_mcp_data.__file__, d.DEMO_DIR, d.PINS_FILE, sep='\\n')"],
         cwd=tmp_path, env=clean_env, capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip

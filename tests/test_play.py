@@ -20,7 +20,7 @@ DEMO = ROOT / "data" / "demo"
 
 def _spawn(args: list[str], tmp_path: Path):
     exe = shutil.which("tau-harness") or ""
-    command, argv = (exe, args) if exe else (sys.executable, ["-m", "harness", *args])
+    command, argv = (exe, args) if exe else (sys.executable, ["-m", "tau_mcp.harness", *args])
     env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}
     env.pop("TAU2_DATA_DIR", None)
     return pexpect.spawn(

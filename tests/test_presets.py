@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import presets
+from tau_mcp.harness import presets
 from tests.support.data import DATA_DIR
 from tests.support.leaderboard import invoke
 
@@ -59,7 +59,7 @@ def test_builtin_presets_set_the_documented_options(name):
 def test_the_preset_files_ship_with_the_package():
     from importlib.resources import files
 
-    shipped = {p.name for p in files("harness.presets").iterdir()}
+    shipped = {p.name for p in files("tau_mcp.harness.presets").iterdir()}
     assert {"tau2-leaderboard.toml", "aa-banking.toml"} <= shipped
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"*.toml"' in pyproject  # package data of every harness package
@@ -68,7 +68,7 @@ def test_the_preset_files_ship_with_the_package():
 def _run_params() -> set[str]:
     import typer
 
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     return {p.name for p in typer.main.get_command(app).commands["run"].params}
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from conversation import reference_prompts as rp
-from conversation.reference_texts import reference_texts
-from harness.config import RunConfig
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from servers.domains.registry import load_domains
-from servers.engine.data import DEMO_DIR
+from tau_mcp.conversation import reference_prompts as rp
+from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.data import DEMO_DIR
 from tests.support.data import DATA_DIR
 from tests.support.fake_llm_server import FakeLLMServer, text
 from tests.support.harness import load, mcp_backend

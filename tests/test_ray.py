@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config import RunConfig
-from harness.distributed.limits import LimitError, LocalProviderLimits, parse_provider_limits
-from harness.metrics import INFRA
-from harness.results import journal_path, load_results
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.distributed.limits import (
+    LimitError,
+    LocalProviderLimits,
+    parse_provider_limits,
+)
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.results import journal_path, load_results
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
 from tests.support.data import DATA_DIR, DEMO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +75,7 @@ def test_ray_flag_without_ray_is_one_sentence(monkeypatch, tmp_path):
         ],
     )
     assert result.exit_code != 0
-    from harness.install_hint import install_command
+    from tau_mcp.harness.install_hint import install_command
 
     # the install command for how tau-mcp is installed here (tests/test_install_hint.py)
     assert install_command("ray") in " ".join(result.output.split())
@@ -80,7 +84,7 @@ def test_ray_flag_without_ray_is_one_sentence(monkeypatch, tmp_path):
 
 
 def test_bare_ray_flag_means_a_local_instance():
-    from harness.cli import bare_ray_flag
+    from tau_mcp.harness.cli import bare_ray_flag
 
     assert bare_ray_flag(["run", "--ray"]) == ["run", "--ray", "local"]
     assert bare_ray_flag(["--ray", "--save-to", "x"]) == ["--ray", "local", "--save-to", "x"]
@@ -130,7 +134,7 @@ def cluster():
 
 
 def _load(name: str):
-    from servers.domains.registry import load_domains
+    from tau_mcp.servers.domains.registry import load_domains
 
     domain = load_domains([name], DATA_DIR)[name]
     domain.warm()
@@ -138,8 +142,8 @@ def _load(name: str):
 
 
 async def _run(domain, config: RunConfig, use_ray: bool, on_done=None, kill_after=None):
-    from harness.backends.http import in_process_backend
-    from harness.distributed.ray_pool import RayPool
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.distributed.ray_pool import RayPool
 
     backend = await in_process_backend({domain.name: domain}, None)
     pool = None
@@ -209,8 +213,8 @@ def test_a_killed_worker_costs_only_a_retry(cluster):
             done["killed"] = pid
 
     async def go():
-        from harness.backends.http import in_process_backend
-        from harness.distributed.ray_pool import RayPool
+        from tau_mcp.harness.backends.http import in_process_backend
+        from tau_mcp.harness.distributed.ray_pool import RayPool
 
         backend = await in_process_backend({domain.name: domain}, None)
         simulations = SimulationRunner(backend, domain, config)
@@ -241,7 +245,7 @@ def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "harness",
+        "tau_mcp.harness",
         "run",
         "--domain",
         "retail",
@@ -290,7 +294,7 @@ def test_a_killed_ray_run_resumes_into_the_same_file(cluster, tmp_path):
 def test_provider_limit_holds_over_all_workers(cluster):
     import ray
 
-    from harness.distributed.ray_pool import RayProviderGate, _limiter_class
+    from tau_mcp.harness.distributed.ray_pool import RayProviderGate, _limiter_class
 
     limiter = _limiter_class(ray).remote({"openai": 2})
 
@@ -319,7 +323,7 @@ def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
     pytest.importorskip("gymnasium", reason="the gym extra is not installed")
     import ray
 
-    from conversation.plan import describe, gold_actions
+    from tau_mcp.conversation.plan import describe, gold_actions
     from tests.support.gym import CLOSING
 
     task = _load("mock").task("create_task_1")

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from conversation import reference_prompts as rp
-from conversation.messages import ChatMessage, ToolCall, ToolMessage
-from conversation.reference_texts import reference_texts
-from harness.config import RunConfig
-from harness.prompt_sets import OWN_LLM_ARGS, prompt_set_info, with_llm_defaults
-from servers.engine.data import DEMO_DIR
-from servers.engine.tasks import Action
+from tau_mcp.conversation import reference_prompts as rp
+from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage
+from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.prompt_sets import OWN_LLM_ARGS, prompt_set_info, with_llm_defaults
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.tasks import Action
 from tests.support.data import DATA_DIR
 from tests.support.harness import load
 
@@ -153,9 +153,9 @@ def test_reference_defaults_come_from_the_texts():
 
 
 def test_user_tools_narrowed_by_the_task_only_with_reference_texts():
-    from conversation.tools import ToolInfo
-    from harness.prompt_sets import user_tools_for
-    from servers.engine.tasks import Task
+    from tau_mcp.conversation.tools import ToolInfo
+    from tau_mcp.harness.prompt_sets import user_tools_for
+    from tau_mcp.servers.engine.tasks import Task
 
     tools = [ToolInfo("a", ""), ToolInfo("b", ""), ToolInfo("c", "")]
     texts = object()  # any texts: the rule does not read them

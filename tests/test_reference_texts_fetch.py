@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import data as data_cli
-from harness.cli.data import data_app
-from harness.reference_texts import build, dump
-from servers.engine import pins as pinmod
-from servers.engine.data import load_pins
-from servers.engine.errors import DataError
-from servers.engine.pins import (
+from tau_mcp.harness.cli import data as data_cli
+from tau_mcp.harness.cli.data import data_app
+from tau_mcp.harness.reference_texts import build, dump
+from tau_mcp.servers.engine import pins as pinmod
+from tau_mcp.servers.engine.data import load_pins
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.pins import (
     archive_sources,
     content_pins,
     content_sha256,

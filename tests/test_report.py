@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.report.stats import (
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.report.stats import (
     bootstrap_mean,
     mcnemar_exact,
     mcnemar_test,
@@ -291,7 +291,7 @@ def test_html_report_draws_its_chart_without_matplotlib(tmp_path):
     out = tmp_path / "r.html"
     blocker = (
         "import sys; sys.modules['matplotlib'] = None; "  # any import of it fails
-        "from harness.cli import app; app()"
+        "from tau_mcp.harness.cli import app; app()"
     )
     done = subprocess.run(
         [sys.executable, "-c", blocker, "report", str(a), str(b), "-o", str(out)],

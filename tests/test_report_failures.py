@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.report.stats import detectable_difference, trial_variances
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.report.stats import detectable_difference, trial_variances
 
 
 def _diagnosis(category: str, side: str, pending: bool = False) -> dict:
@@ -329,7 +329,7 @@ def test_summary_says_na_when_no_trial_varied(run_file):
     '0.0 points' (which would read as a perfectly tight bound)."""
     from rich.console import Console
 
-    from harness.report.console import summary_table
+    from tau_mcp.harness.report.console import summary_table
 
     result = CliRunner().invoke(app, ["report", str(run_file), "--format", "json"])
     run = json.loads(result.output)["runs"][0]

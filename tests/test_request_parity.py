@@ -77,7 +77,7 @@ def test_every_recorded_run_sends_the_reference_requests():
 def _offline_runs(folder: Path) -> list[str]:
     """The folder's runs whose retrieval config can run here (all of them outside
     banking_knowledge)."""
-    from servers.knowledge.sandbox import sandbox_problem
+    from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 
     runs = []
     for run_id in _run_ids(folder):

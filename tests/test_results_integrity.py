@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.results import ResultsError, ResultsFile, load_results
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.results import ResultsError, ResultsFile, load_results
 from tests.support.data import DEMO_DIR
 
 cli = CliRunner()
@@ -166,9 +166,9 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
     journal whose task the saved header does not list (readers would refuse it)."""
     import asyncio
 
-    from harness.backends.http import in_process_backend
-    from harness.config import RunConfig
-    from harness.serve.simulation import make_hub
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.serve.simulation import make_hub
     from tests.support.harness import load
 
     async def go() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import ResultsFile, load_results
-from harness.results_layouts import detect
+from tau_mcp.harness.results import ResultsFile, load_results
+from tau_mcp.harness.results_layouts import detect
 from tests.support.data import DATA_DIR
 from tests.support.leaderboard import (
     LEADERBOARD_DIR,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from grading.review import (
+from tau_mcp.grading.review import (
     extract_json,
     parse_auth,
     parse_full_review,
@@ -184,8 +184,8 @@ def test_trajectory_layout_matches_the_rendered_examples(texts):
 
 
 def test_task_inputs_match_the_reference_examples(texts):
-    from conversation.reference_prompts import render_scenario
-    from conversation.reference_texts import reference_texts
+    from tau_mcp.conversation.reference_prompts import render_scenario
+    from tau_mcp.conversation.reference_texts import reference_texts
     from tests.support.harness import load
 
     prompts = reference_texts(DATA_DIR)
@@ -199,7 +199,7 @@ def test_task_inputs_match_the_reference_examples(texts):
 # --- the command -------------------------------------------------------------------------------
 @needs_fixtures
 def test_a_missing_key_is_one_sentence_and_writes_nothing(tmp_path, monkeypatch):
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     source = tmp_path / "results.json"
     source.write_text((REVIEW / "inputs" / "airline.json").read_text())
@@ -216,7 +216,7 @@ def test_a_missing_key_is_one_sentence_and_writes_nothing(tmp_path, monkeypatch)
 
 @needs_fixtures
 def test_an_existing_output_is_not_replaced_unasked(tmp_path, monkeypatch):
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     source = tmp_path / "results.json"
     source.write_text((REVIEW / "inputs" / "airline.json").read_text())

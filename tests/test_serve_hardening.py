@@ -18,14 +18,14 @@ from contextlib import asynccontextmanager
 import httpx2
 import pytest
 
-from harness.config import RunConfig, trial_seeds
-from harness.serve.host import hosted
-from harness.serve.simulation import make_hub
-from servers.app import ServerSettings, create_app
-from servers.domains.registry import load_domains
-from servers.engine.data import DEMO_DIR
-from servers.guards import LOOPBACK_HOSTS
-from servers.limits import (
+from tau_mcp.harness.config import RunConfig, trial_seeds
+from tau_mcp.harness.serve.host import hosted
+from tau_mcp.harness.serve.simulation import make_hub
+from tau_mcp.servers.app import ServerSettings, create_app
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
+from tau_mcp.servers.limits import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
     MAX_NAME_CHARS,
@@ -35,7 +35,7 @@ from servers.limits import (
     MAX_TRIAL,
     json_text_problem,
 )
-from servers.stdio_guard import check_line
+from tau_mcp.servers.stdio_guard import check_line
 from tests.support.harness import mcp_backend
 from tests.support.server import InProcess, mcp_initialize
 
@@ -395,7 +395,7 @@ def test_serve_keeps_the_connection_policy_of_tau_server() -> None:
     from tests.support.connections import assert_connection_policy
     from tests.support.server import spawned
 
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "serve"]
+    command = [sys.executable, "-c", "from tau_mcp.harness.cli import main; main()", "serve"]
     command += ["--domain", "mock", "--user", "scripted", "--judge-llm", "none"]
     command += ["--data-dir", str(DEMO_DIR), "--port", "{port}"]
     command += ["--header-timeout", "1", "--body-timeout", "1", "--max-connections", "6"]

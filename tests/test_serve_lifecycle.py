@@ -23,12 +23,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from harness.backends.http import in_process_backend
-from harness.config import RunConfig
-from harness.results import journal_path, load_results
-from harness.results_lock import lock_path
-from harness.serve.app import create_serve_app
-from harness.serve.simulation import Conflict, SimulationHub, Unavailable, make_hub
+from tau_mcp.harness.backends.http import in_process_backend
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.results import journal_path, load_results
+from tau_mcp.harness.results_lock import lock_path
+from tau_mcp.harness.serve.app import create_serve_app
+from tau_mcp.harness.serve.simulation import Conflict, SimulationHub, Unavailable, make_hub
 from tests.support.data import DEMO_DIR, ROOT
 from tests.support.harness import load
 from tests.support.server import free_port
@@ -82,7 +82,16 @@ def _limit_file_size(limit: int):
 
 
 def _serve(save_to: Path, port: int, preexec=None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "harness", "serve", "--domain", "mock", "--user", "scripted"]
+    command = [
+        sys.executable,
+        "-m",
+        "tau_mcp.harness",
+        "serve",
+        "--domain",
+        "mock",
+        "--user",
+        "scripted",
+    ]
     command += ["--judge-llm", "none", "--port", str(port), "--save-to", str(save_to)]
     command += ["--data-dir", str(DEMO_DIR)]
     return subprocess.Popen(
@@ -234,7 +243,7 @@ async def test_a_trial_in_use_is_refused_while_open_and_once_saved(tmp_path: Pat
 def test_trial_seeds_are_drawn_once_per_base_seed(monkeypatch) -> None:
     """A served run asks for trials one at a time, up to 99,999: each seed is drawn once and
     kept, so asking for trial n again (or n - 1) draws nothing, and the values are run's."""
-    from harness import config
+    from tau_mcp.harness import config
 
     config._seed_stream.cache_clear()
     stream = config._seed_stream(4242)

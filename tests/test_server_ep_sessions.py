@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import servers.ep
+from tau_mcp.servers import ep
 from tests.support.data import DEMO_DIR
 from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 
@@ -78,7 +78,7 @@ async def test_idle_connection_is_taken_over_and_then_refused(
 ) -> None:
     async with serving(["mock"], DEMO_DIR) as srv, srv.http() as http:
         _, old = await _initialize(http, "s2", "demo_create")
-        monkeypatch.setattr(servers.ep, "TAKEOVER_IDLE_SECONDS", 0.0)
+        monkeypatch.setattr(ep, "TAKEOVER_IDLE_SECONDS", 0.0)
         taken, new = await _initialize(http, "s2", "demo_create")
         assert taken.status_code == 200 and new != old
         # The stale connection's writes are refused, not rerouted to another episode.

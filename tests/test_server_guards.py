@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from servers.limits import json_text_problem as json_shape_problem
+from tau_mcp.servers.limits import json_text_problem as json_shape_problem
 from tests.support.data import DATA_DIR, DEMO_DIR
 from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 
@@ -165,8 +165,8 @@ async def test_assertions_route_runs_only_declared_assertions() -> None:
 )
 def test_declared_assertions_are_read_only(domain: str) -> None:
     """Every task's env assertions, run on its initial state, leave both databases as they were."""
-    from servers.domains.registry import load_domains
-    from servers.engine.episode import EpisodeStore
+    from tau_mcp.servers.domains.registry import load_domains
+    from tau_mcp.servers.engine.episode import EpisodeStore
 
     store = EpisodeStore(load_domains([domain], DEMO_DIR if domain == "mock" else DATA_DIR))
     tasks = [

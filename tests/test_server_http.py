@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from servers.engine.canonical import canonical_hash
+from tau_mcp.servers.engine.canonical import canonical_hash
 from tests.support import conformance as conf
 from tests.support.data import DEMO_DIR
 from tests.support.harness import load

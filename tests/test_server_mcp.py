@@ -8,8 +8,8 @@ import random
 import anyio
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.episode import Episode, EpisodeStore
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore
 from tests.support import conformance as conf
 from tests.support.data import DEMO_DIR
 from tests.support.server import domain_ready, serving

@@ -17,7 +17,7 @@ from tests.support.server import real_server, serving
 
 pytestmark = pytest.mark.e2e
 
-SERVE = [sys.executable, "-c", "from servers.cli import app; app()"]
+SERVE = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()"]
 
 
 # --- item 10 -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ never closed ends with its episode, so abandoned sessions do not pile up for 30 
 
 from __future__ import annotations
 
-from servers.mcp_sessions import session_manager_of
+from tau_mcp.servers.mcp_sessions import session_manager_of
 from tests.support.data import DEMO_DIR
 from tests.support.server import MCP_HEADERS, mcp_initialize, serving
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from servers.cli import app
+from tau_mcp.servers.cli import app
 from tests.support.data import DEMO_DIR
 from tests.support.server import mcp_initialize
 
@@ -29,7 +29,7 @@ def test_raw_json_rpc_over_stdio() -> None:
     command = [
         sys.executable,
         "-c",
-        "from servers.cli import app; app()",
+        "from tau_mcp.servers.cli import app; app()",
         "stdio",
         "--domain",
         "mock",
@@ -88,7 +88,7 @@ def test_stdio_bad_domain_is_one_sentence() -> None:
         [
             sys.executable,
             "-c",
-            "from servers.cli import app; app()",
+            "from tau_mcp.servers.cli import app; app()",
             "stdio",
             "--domain",
             "nope",
@@ -163,7 +163,7 @@ def test_serve_with_corrupt_data_fails_in_one_sentence(tmp_path) -> None:
 
     from typer.testing import CliRunner
 
-    from servers.cli import app as cli_app
+    from tau_mcp.servers.cli import app as cli_app
 
     folder = tmp_path / "data"
     shutil.copytree(DEMO_DIR, folder)

@@ -9,7 +9,7 @@ import sys
 import anyio
 import pytest
 
-from servers.stdio_drain import InFlight
+from tau_mcp.servers.stdio_drain import InFlight
 from tests.support.data import DEMO_DIR
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,14 @@ def test_requests_in_flight_at_end_of_input_are_answered() -> None:
     ]
     piped = "".join(json.dumps(m) + "\n" for m in messages)
     result = subprocess.run(
-        [sys.executable, "-c", "from servers.cli import app; app()", "stdio", "--domain", "mock"]
+        [
+            sys.executable,
+            "-c",
+            "from tau_mcp.servers.cli import app; app()",
+            "stdio",
+            "--domain",
+            "mock",
+        ]
         + ["--data-dir", str(DEMO_DIR)],
         input=piped,  # written whole, then stdin is closed
         capture_output=True,

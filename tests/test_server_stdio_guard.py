@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from servers.stdio_guard import check_line
+from tau_mcp.servers.stdio_guard import check_line
 from tests.support.data import DEMO_DIR
 from tests.support.server import mcp_initialize
 
@@ -45,7 +45,7 @@ def test_stdio_answers_every_bad_line_and_keeps_serving() -> None:
         [
             sys.executable,
             "-c",
-            "from servers.cli import app; app()",
+            "from tau_mcp.servers.cli import app; app()",
             "stdio",
             "--domain",
             "mock",

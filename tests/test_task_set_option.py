@@ -15,9 +15,9 @@ import httpx2
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.cli.common import TASK_SET_HELP
-from servers.domains.registry import load_domains
+from tau_mcp.harness.cli import app
+from tau_mcp.harness.cli.common import TASK_SET_HELP
+from tau_mcp.servers.domains.registry import load_domains
 from tests.support.data import DATA_DIR
 from tests.support.harness import load
 from tests.support.server import spawned
@@ -135,7 +135,7 @@ def test_a_resumed_run_must_use_the_same_set(tmp_path: Path) -> None:
 
 @pytest.mark.e2e
 def test_serve_hosts_the_sets_tasks() -> None:
-    command = [sys.executable, "-m", "harness", "serve", "--domain", "telecom", "--user"]
+    command = [sys.executable, "-m", "tau_mcp.harness", "serve", "--domain", "telecom", "--user"]
     command += ["scripted", "--judge-llm", "none", "--port", "{port}", "--task-set-name", SET]
     command += ["--data-dir", str(DATA_DIR)]
     small = _small()
@@ -151,7 +151,7 @@ def test_play_offers_the_sets_tasks(tmp_path: Path) -> None:
     pexpect = pytest.importorskip("pexpect", reason="drives a pseudo-terminal (pexpect)")
     exe = shutil.which("tau-harness") or ""
     args = ["play", "--domain", "telecom", "--user", "scripted", "--data-dir", str(DATA_DIR)]
-    command, argv = (exe, args) if exe else (sys.executable, ["-m", "harness", *args])
+    command, argv = (exe, args) if exe else (sys.executable, ["-m", "tau_mcp.harness", *args])
 
     def offered(*extra: str) -> str:
         env = {**os.environ, "TERM": "dumb", "COLUMNS": "200"}

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
-from servers.engine.errors import UnknownTaskSet
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
+from tau_mcp.servers.engine.errors import UnknownTaskSet
 from tests.support import conformance as conf
 
 TELECOM = conf.DATA_DIR / "tau2" / "domains" / "telecom"

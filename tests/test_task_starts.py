@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from servers.domains.registry import load_domains
-from servers.engine.data import DEMO_DIR
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode
-from servers.engine.tasks import Task
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode
+from tau_mcp.servers.engine.tasks import Task
 from tests.support import conformance as conf
 
 TELECOM_DIR = conf.DATA_DIR / "tau2" / "domains" / "telecom"

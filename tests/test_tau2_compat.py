@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
+from tau_mcp.harness.cli import app
 from tests.support.data import DATA_DIR, DEMO_DIR
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 
@@ -214,7 +214,7 @@ def test_start_serves_every_domain(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "TAU2_DATA_DIR": str(DEMO_DIR)}
-    code = "from harness.cli import main; main()"
+    code = "from tau_mcp.harness.cli import main; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "start", "--domains", "mock", "--port", str(port)],
         cwd=tmp_path,

@@ -1,4 +1,4 @@
-"""One tool listing for every surface: each registered surface (`servers.surfaces`), for every
+"""One tool listing for every surface: each registered surface (`tau_mcp.servers.surfaces`), for every
 domain, view and retrieval config it can run here, shows exactly the reference's tools
 (`tau2/reference_texts/tools/<domain>.json`: names, descriptions, input schemas, order; per
 retrieval config for banking_knowledge) when the data has them, else our own.
@@ -22,22 +22,22 @@ from pathlib import Path
 
 import pytest
 
-from conversation.reference_prompts import user_tool_filter
-from conversation.tools import ToolInfo
-from harness.agents.base import AgentContext
-from harness.agents.llm_agent import SoloAgent
-from harness.agents.stop_tool import solo_stop_tool
-from harness.surface_probes import probe_task
-from servers.app import ServerSettings, create_app
-from servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
-from servers.engine.data import DEMO_DIR
-from servers.engine.errors import DataError
-from servers.engine.tool_listing import reference_tools_file, tool_listing
-from servers.engine.toolkit import ToolKind
-from servers.engine.variants import VariantError
-from servers.guards import LOOPBACK_HOSTS
-from servers.knowledge.sandbox import sandbox_problem
-from servers.surfaces import (
+from tau_mcp.conversation.reference_prompts import user_tool_filter
+from tau_mcp.conversation.tools import ToolInfo
+from tau_mcp.harness.agents.base import AgentContext
+from tau_mcp.harness.agents.llm_agent import SoloAgent
+from tau_mcp.harness.agents.stop_tool import solo_stop_tool
+from tau_mcp.harness.surface_probes import probe_task
+from tau_mcp.servers.app import ServerSettings, create_app
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+from tau_mcp.servers.engine.data import DEMO_DIR
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.tool_listing import reference_tools_file, tool_listing
+from tau_mcp.servers.engine.toolkit import ToolKind
+from tau_mcp.servers.engine.variants import VariantError
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
+from tau_mcp.servers.knowledge.sandbox import sandbox_problem
+from tau_mcp.servers.surfaces import (
     Surface,
     UnregisteredSurface,
     as_shown,
@@ -48,7 +48,7 @@ from servers.surfaces import (
 from tests.support.server import DATA_DIR, InProcess, serving
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("servers", "harness", "simulator", "conversation")
+PACKAGES = ("tau_mcp.servers", "tau_mcp.harness", "tau_mcp.simulator", "tau_mcp.conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
 LISTING_FUNCTIONS = ("tool_listing", "listing_for")
@@ -177,7 +177,10 @@ def test_only_the_registry_reads_the_engine_listing() -> None:
             for node in ast.walk(tree):
                 if not isinstance(node, ast.ImportFrom):
                     continue
-                if node.module not in ("servers.engine.tool_listing", "servers.engine"):
+                if node.module not in (
+                    "tau_mcp.servers.engine.tool_listing",
+                    "tau_mcp.servers.engine",
+                ):
                     continue
                 if any(alias.name in LISTING_FUNCTIONS for alias in node.names):
                     readers.append(str(path.relative_to(ROOT)))

@@ -1,4 +1,4 @@
-"""Request bodies encoded by `conversation.wire_json` decode to the values `json` would send."""
+"""Request bodies encoded by `tau_mcp.conversation.wire_json` decode to the values `json` would send."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conversation import wire_json
+from tau_mcp.conversation import wire_json
 
 VALUES = [
     pytest.param({"content": 'Zoë, 東京, 🙂, \u00e9, \\u00e9, "quoted", \n\t'}, id="non-ascii"),

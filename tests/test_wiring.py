@@ -1,16 +1,16 @@
-"""The set-up every entry point shares (`harness.wiring`) and the runner's composed pieces."""
+"""The set-up every entry point shares (`tau_mcp.harness.wiring`) and the runner's composed pieces."""
 
 from __future__ import annotations
 
 import pytest
 
-from grading import Judge
-from harness.backends.exchange import AsgiExchange
-from harness.config import RunConfig
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from harness.wiring import build_judge, load_domain, open_backend, shared_domain
-from servers.engine.errors import EngineError
+from tau_mcp.grading import Judge
+from tau_mcp.harness.backends.exchange import AsgiExchange
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.harness.wiring import build_judge, load_domain, open_backend, shared_domain
+from tau_mcp.servers.engine.errors import EngineError
 from tests.support.data import DEMO_DIR
 
 

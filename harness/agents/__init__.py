@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conversation.plugins import plugin_class
-from harness.agents.base import Agent, AgentContext
-from harness.agents.gt_agent import GTAgent
-from harness.agents.llm_agent import LLMAgent, SoloAgent
-from harness.agents.oracle import OracleAgent
+from tau_mcp.conversation.plugins import plugin_class
+from tau_mcp.harness.agents.base import Agent, AgentContext
+from tau_mcp.harness.agents.gt_agent import GTAgent
+from tau_mcp.harness.agents.llm_agent import LLMAgent, SoloAgent
+from tau_mcp.harness.agents.oracle import OracleAgent
 
 BUILTIN_AGENTS: dict[str, type[Agent]] = {
     "llm": LLMAgent,
@@ -23,7 +23,7 @@ def agent_class(name: str) -> type[Agent]:
         BUILTIN_AGENTS,
         Agent,
         kind="agent",
-        base_label="harness.agents.Agent",
+        base_label="tau_mcp.harness.agents.Agent",
         search_cwd=True,  # console scripts do not look in the working directory
     )
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversation.messages import ChatMessage, Message, ToolMessage
-from conversation.reference_texts import ReferenceTexts
-from harness.backends import ToolInfo
-from servers.engine.tasks import Task
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
+from tau_mcp.conversation.reference_texts import ReferenceTexts
+from tau_mcp.harness.backends import ToolInfo
+from tau_mcp.servers.engine.tasks import Task
 
 
 @dataclass

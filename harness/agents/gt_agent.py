@@ -8,11 +8,11 @@ gives an upper bound for an agent model. With reference texts it is the referenc
 
 from __future__ import annotations
 
-from conversation import reference_prompts
-from conversation.plan import describe, gold_actions
-from harness.agents.base import AgentContext
-from harness.agents.llm_agent import LLMAgent, conversation_prompt
-from servers.engine.tasks import Task
+from tau_mcp.conversation import reference_prompts
+from tau_mcp.conversation.plan import describe, gold_actions
+from tau_mcp.harness.agents.base import AgentContext
+from tau_mcp.harness.agents.llm_agent import LLMAgent, conversation_prompt
+from tau_mcp.servers.engine.tasks import Task
 
 OWN_STEPS_HEADING = "# Resolution steps (do or ask the customer to do these, in order)"
 

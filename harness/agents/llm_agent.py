@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conversation import llm, reference_prompts
-from conversation.messages import STOP, ChatMessage
-from harness.agents.base import Agent, AgentContext, Incoming
-from harness.backends import ToolInfo
-from servers.engine.tasks import Task
+from tau_mcp.conversation import llm, reference_prompts
+from tau_mcp.conversation.messages import STOP, ChatMessage
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.harness.backends import ToolInfo
+from tau_mcp.servers.engine.tasks import Task
 
 CONVERSATION_GUIDANCE = """\
 You are the customer-service representative for this business, talking with a customer.

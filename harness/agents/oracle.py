@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from conversation.messages import STOP, ChatMessage, ToolCall
-from conversation.plan import describe, gold_actions
-from harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall
+from tau_mcp.conversation.plan import describe, gold_actions
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
 
 
 class OracleAgent(Agent):

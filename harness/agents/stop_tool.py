@@ -1,14 +1,14 @@
 """The solo agent's finishing tool as the reference declares it, when the data carries its texts.
 
 It is offered to the model next to the MCP tools, so its description must match the reference's
-as theirs do (see `servers.surfaces`).
+as theirs do (see `tau_mcp.servers.surfaces`).
 """
 
 from __future__ import annotations
 
-from harness.backends import ToolInfo
-from servers.engine.domain import Domain
-from servers.surfaces import solo_stop_tool as reference_stop_tool
+from tau_mcp.harness.backends import ToolInfo
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.surfaces import solo_stop_tool as reference_stop_tool
 
 
 def solo_stop_tool(domain: Domain) -> ToolInfo | None:

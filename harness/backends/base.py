@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from conversation.tools import InfrastructureError, Side, ToolInfo, ToolResult, ToolSession
+from tau_mcp.conversation.tools import InfrastructureError, Side, ToolInfo, ToolResult, ToolSession
 
 __all__ = [
     "EpisodeBackend",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.backends import EpisodeOptions, EpisodeRef, Side, ToolInfo, ToolResult
-from servers.engine.domain import Domain
-from servers.engine.episode import EpisodeStore
-from servers.surfaces import ShownTool, View, as_shown, register_surface
+from tau_mcp.harness.backends import EpisodeOptions, EpisodeRef, Side, ToolInfo, ToolResult
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
 
 
 async def _shown_by_engine_session(

@@ -5,7 +5,7 @@ assertions) and MCP messages alike. In-process, `AsgiExchange` hands the request
 ASGI app directly: the same routes, middleware, status codes and bodies as over a socket, without
 an HTTP client, a transport task or a socket per request. Remotely, `HttpExchange` sends it with
 httpx over pooled connections that re-send a request only when that is safe
-(see `harness.backends.retry`).
+(see `tau_mcp.harness.backends.retry`).
 
 A remote server that dies is given up on within a bound. When a request cannot even connect
 (after the transport's own quick retries), every request waits on one shared probe of the
@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.backends.base import InfrastructureError
-from harness.errors import ServerGone
+from tau_mcp.harness.backends.base import InfrastructureError
+from tau_mcp.harness.errors import ServerGone
 
 IN_PROCESS_HOST = "tau.local"
 IN_PROCESS_BASE = f"http://{IN_PROCESS_HOST}"
@@ -148,7 +148,7 @@ class HttpExchange:
     def __init__(self, base_url: str, headers: dict[str, str], read_only_tools: set[str]) -> None:
         import httpx2
 
-        from harness.backends.retry import SafeRetryTransport
+        from tau_mcp.harness.backends.retry import SafeRetryTransport
 
         self.base_url = base_url.rstrip("/")
         self._httpx = httpx2
@@ -172,7 +172,7 @@ class HttpExchange:
         *,
         resend_safe: bool = False,
     ) -> Reply:
-        from harness.backends.retry import IDEMPOTENT
+        from tau_mcp.harness.backends.retry import IDEMPOTENT
 
         request_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
         extensions = {IDEMPOTENT: True} if resend_safe else None

@@ -3,7 +3,7 @@
 With a URL it talks to a running `tau-server`; with an ASGI app it drives the app in-process (no
 socket), which is what `tau-harness run` does by default. Either way every request goes through
 the server's routes and middleware, and every tool call is a real MCP `tools/call`: sent by the
-lean sessionless client (`harness.backends.mcp_wire`) to servers that speak that protocol
+lean sessionless client (`tau_mcp.harness.backends.mcp_wire`) to servers that speak that protocol
 revision, by the MCP SDK's client to older ones.
 """
 
@@ -14,8 +14,8 @@ import uuid
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from conversation.tools import result_cost
-from harness.backends import (
+from tau_mcp.conversation.tools import result_cost
+from tau_mcp.harness.backends import (
     EpisodeOptions,
     EpisodeRef,
     InfrastructureError,
@@ -24,7 +24,7 @@ from harness.backends import (
     ToolResult,
     ToolSession,
 )
-from harness.backends.exchange import (
+from tau_mcp.harness.backends.exchange import (
     IN_PROCESS_BASE,
     IN_PROCESS_HOST,
     REQUEST_TIMEOUT_S,
@@ -33,7 +33,7 @@ from harness.backends.exchange import (
     HttpExchange,
     Reply,
 )
-from harness.backends.mcp_wire import WireMcpSession, supports_modern
+from tau_mcp.harness.backends.mcp_wire import WireMcpSession, supports_modern
 
 if TYPE_CHECKING:
     import httpx2
@@ -87,7 +87,7 @@ class McpToolSession:
 
     async def list_tools(self) -> list[ToolInfo]:
         if self._tools is None:
-            from harness.backends.retry import note_read_only_tools
+            from tau_mcp.harness.backends.retry import note_read_only_tools
 
             listed = await self._client.list_tools()
             if self._read_only_tools is not None:
@@ -129,7 +129,7 @@ class HttpBackend:
         self._stack = AsyncExitStack()
         self.exchange: Exchange | None = None
         # Tools the server marks read-only: a call to one may be re-sent after a dropped
-        # connection (see harness.backends.retry).
+        # connection (see tau_mcp.harness.backends.retry).
         self.read_only_tools: set[str] = set()
         # Learnt once: every endpoint of a server speaks the same protocol revision (our own
         # app in-process speaks the sessionless one) and lists the same tools per
@@ -174,7 +174,7 @@ class HttpBackend:
                 auth=auth,
                 **kwargs,
             )
-        from harness.backends.retry import SafeRetryTransport
+        from tau_mcp.harness.backends.retry import SafeRetryTransport
 
         kwargs.setdefault("transport", SafeRetryTransport(self.read_only_tools))
         return httpx2.AsyncClient(
@@ -321,10 +321,10 @@ def _error_message(body: bytes) -> str:
 async def in_process_backend(domains: dict, token: str | None = None) -> HttpBackend:
     """Build the server app around already-loaded domains and drive it with no socket."""
     try:
-        from servers.app import ServerSettings, create_app
+        from tau_mcp.servers.app import ServerSettings, create_app
     except ImportError as exc:
         raise InfrastructureError(f"the server app is not available ({exc})") from exc
-    from servers.guards import LOOPBACK_HOSTS
+    from tau_mcp.servers.guards import LOOPBACK_HOSTS
 
     settings = ServerSettings(
         token=token,

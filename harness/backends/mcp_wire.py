@@ -8,7 +8,7 @@ message streams, pydantic models of every message) costs several times the serve
 per call, this one a JSON encode and decode.
 
 Servers that do not speak this revision are reached through the MCP SDK client instead (see
-`harness.backends.http`).
+`tau_mcp.harness.backends.http`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import itertools
 import json
 from typing import Any
 
-from conversation.tools import result_cost
-from harness.backends.base import InfrastructureError, ToolInfo, ToolResult
-from harness.backends.exchange import Exchange, Reply
+from tau_mcp.conversation.tools import result_cost
+from tau_mcp.harness.backends.base import InfrastructureError, ToolInfo, ToolResult
+from tau_mcp.harness.backends.exchange import Exchange, Reply
 
 MODERN_VERSION = "2026-07-28"
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
@@ -34,7 +34,7 @@ _BASE_HEADERS = (
 
 
 def _client_meta() -> dict[str, Any]:
-    from servers.version import package_version
+    from tau_mcp.servers.version import package_version
 
     return {
         VERSION_META: MODERN_VERSION,

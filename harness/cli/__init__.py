@@ -4,7 +4,7 @@ One module per command; this is the one place they are registered (`COMMANDS`: a
 module is imported only when it runs or its help is shown). A new command is a module
 here with a typer command function (or a typer sub-app), added to the list below. Helpers
 every command shares (failing with one sentence, JSON options, domain, backend and judge
-set-up) are public in `harness.cli.common`.
+set-up) are public in `tau_mcp.harness.cli.common`.
 """
 
 from __future__ import annotations
@@ -17,39 +17,39 @@ from typing import NoReturn
 
 import typer
 
-from conversation import collector
-from harness.cli.lazy import LazyCommand, LazyGroup
+from tau_mcp.conversation import collector
+from tau_mcp.harness.cli.lazy import LazyCommand, LazyGroup
 
-# The commands, in the order `--help` lists them: name, module (harness.cli.*), attribute.
+# The commands, in the order `--help` lists them: name, module (tau_mcp.harness.cli.*), attribute.
 # The reference's names for what some of them do follow ours (docs/from-tau2.md).
 _EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 COMMANDS = (
     # extra arguments: `--task-ids a b c` as the reference takes them, and its voice and log
-    # options (harness.cli.tau2_options sorts them out)
-    LazyCommand("run", "harness.cli.run", "run", {"context_settings": _EXTRA_ARGS}),
-    LazyCommand("evaluate", "harness.cli.evaluate", "evaluate"),
-    LazyCommand("view", "harness.cli.view", "view"),
-    LazyCommand("report", "harness.cli.report", "report"),
-    LazyCommand("review", "harness.cli.review", "review"),
-    LazyCommand("play", "harness.cli.play", "play"),
-    LazyCommand("serve", "harness.cli.serve", "serve"),
-    LazyCommand("leaderboard", "harness.cli.leaderboard", "leaderboard"),
-    LazyCommand("convert-results", "harness.cli.convert", "convert_results"),
-    LazyCommand("presets", "harness.cli.presets", "presets"),
-    LazyCommand("domain", "harness.cli.tau2", "domain_doc"),
-    LazyCommand("intro", "harness.cli.tau2", "intro"),
-    LazyCommand("evaluate-trajs", "harness.cli.tau2", "evaluate_trajs"),
+    # options (tau_mcp.harness.cli.tau2_options sorts them out)
+    LazyCommand("run", "tau_mcp.harness.cli.run", "run", {"context_settings": _EXTRA_ARGS}),
+    LazyCommand("evaluate", "tau_mcp.harness.cli.evaluate", "evaluate"),
+    LazyCommand("view", "tau_mcp.harness.cli.view", "view"),
+    LazyCommand("report", "tau_mcp.harness.cli.report", "report"),
+    LazyCommand("review", "tau_mcp.harness.cli.review", "review"),
+    LazyCommand("play", "tau_mcp.harness.cli.play", "play"),
+    LazyCommand("serve", "tau_mcp.harness.cli.serve", "serve"),
+    LazyCommand("leaderboard", "tau_mcp.harness.cli.leaderboard", "leaderboard"),
+    LazyCommand("convert-results", "tau_mcp.harness.cli.convert", "convert_results"),
+    LazyCommand("presets", "tau_mcp.harness.cli.presets", "presets"),
+    LazyCommand("domain", "tau_mcp.harness.cli.tau2", "domain_doc"),
+    LazyCommand("intro", "tau_mcp.harness.cli.tau2", "intro"),
+    LazyCommand("evaluate-trajs", "tau_mcp.harness.cli.tau2", "evaluate_trajs"),
     LazyCommand(
         "check-data",
-        "harness.cli.data",
+        "tau_mcp.harness.cli.data",
         "verify",
         {"help": "Check the data folder against the pinned reference release (= data verify)."},
     ),
-    LazyCommand("start", "harness.cli.tau2", "start", {"context_settings": _EXTRA_ARGS}),
+    LazyCommand("start", "tau_mcp.harness.cli.tau2", "start", {"context_settings": _EXTRA_ARGS}),
     # groups of commands
-    LazyCommand("data", "harness.cli.data", "data_app"),
-    LazyCommand("export", "harness.cli.export", "export_app"),
-    LazyCommand("submit", "harness.cli.submit", "submit_app"),
+    LazyCommand("data", "tau_mcp.harness.cli.data", "data_app"),
+    LazyCommand("export", "tau_mcp.harness.cli.export", "export_app"),
+    LazyCommand("submit", "tau_mcp.harness.cli.submit", "submit_app"),
 )
 
 

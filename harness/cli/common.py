@@ -1,5 +1,5 @@
 """What every `tau-harness` command shares: its console, failing with one sentence, reading
-JSON options, and the set-up of domain, backend and judge (`harness.wiring`)."""
+JSON options, and the set-up of domain, backend and judge (`tau_mcp.harness.wiring`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
-from conversation.llm import DEFAULT_LLM
-from grading import Judge
-from harness import redaction
-from harness.wiring import build_judge, load_domain, open_backend
-from servers.domains.registry import DOMAIN_NAMES
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.grading import Judge
+from tau_mcp.harness import redaction
+from tau_mcp.harness.wiring import build_judge, load_domain, open_backend
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES
 
 #: `--domain`'s help: the domains this install knows.
 DOMAIN_HELP = ", ".join(DOMAIN_NAMES) + "."
@@ -89,7 +89,7 @@ def llm_args_option(name: str, raw: str | None) -> dict[str, Any] | None:
 def retrieval_kwargs_option(raw: str | None) -> dict[str, Any] | None:
     """`--retrieval-config-kwargs`: None when not given; anything but a JSON object of known
     options fails with one sentence."""
-    from servers.engine.variants import VariantError, parse_kwargs
+    from tau_mcp.servers.engine.variants import VariantError, parse_kwargs
 
     try:
         return parse_kwargs(raw)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
-from harness.reference_texts.build import find_python, generate_reference_texts
-from servers.cli_help import PlainFlagsGroup
-from servers.engine.data import default_cache_dir, is_demo, load_pins, resolve_data_dir
-from servers.engine.errors import DataError
-from servers.engine.pins import fetch_reference, verify_data_dir
+from tau_mcp.harness.reference_texts.build import find_python, generate_reference_texts
+from tau_mcp.servers.cli_help import PlainFlagsGroup
+from tau_mcp.servers.engine.data import default_cache_dir, is_demo, load_pins, resolve_data_dir
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.pins import fetch_reference, verify_data_dir
 
 data_app = typer.Typer(
     cls=PlainFlagsGroup, help="Get and check the reference benchmark data.", no_args_is_help=True

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from harness.backends import InfrastructureError
-from harness.cli.common import (
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.cli.common import (
     JUDGE_HELP,
     RETRIEVAL_KWARGS_HELP,
     TASK_SET_HELP,
@@ -20,12 +20,12 @@ from harness.cli.common import (
     open_backend,
     retrieval_kwargs_option,
 )
-from harness.preflight import check_models, judge_use, needs_judge
-from harness.report import print_summary
-from harness.results import ResultsError, load_results
-from harness.results_lock import results_lock
-from harness.run_outcome import INTERRUPTED_EXIT
-from servers.engine.errors import EngineError
+from tau_mcp.harness.preflight import check_models, judge_use, needs_judge
+from tau_mcp.harness.report import print_summary
+from tau_mcp.harness.results import ResultsError, load_results
+from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.run_outcome import INTERRUPTED_EXIT
+from tau_mcp.servers.engine.errors import EngineError
 
 
 def evaluate(
@@ -75,9 +75,9 @@ def evaluate(
     ),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
-    from conversation.reference_texts import reference_texts
-    from harness.evaluate import check_domain, recorded_domain, recorded_task_set, tasks_of
-    from harness.evaluate_output import refuse_unfinished_run, write_regraded
+    from tau_mcp.conversation.reference_texts import reference_texts
+    from tau_mcp.harness.evaluate import check_domain, recorded_domain, recorded_task_set, tasks_of
+    from tau_mcp.harness.evaluate_output import refuse_unfinished_run, write_regraded
 
     judge = judge_option(judge_llm, judge_llm_args)
     try:
@@ -109,7 +109,7 @@ def evaluate(
 def _evaluate_options(domain, document, config: str | None, kwargs: dict | None):
     """The episode options re-grading uses: the given retrieval config, else the one the results
     file's header records (a domain with retrieval configs must run one that works here)."""
-    from harness.backends import EpisodeOptions
+    from tau_mcp.harness.backends import EpisodeOptions
 
     if domain.variants is None and config is None and kwargs is None:
         return None
@@ -125,8 +125,8 @@ def _evaluate_options(domain, document, config: str | None, kwargs: dict | None)
 async def _evaluate(
     domain, document, judge, server, token, concurrency, options=None
 ) -> dict[str, Any]:
-    from grading import Grader
-    from harness.evaluate import regrade
+    from tau_mcp.grading import Grader
+    from tau_mcp.harness.evaluate import regrade
 
     backend = await open_backend(domain, server, token)
     try:

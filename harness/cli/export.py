@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import (
+from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_KWARGS_HELP,
     fail,
@@ -15,8 +15,8 @@ from harness.cli.common import (
     retrieval_kwargs_option,
     split_ids,
 )
-from servers.cli_help import PlainFlagsGroup
-from servers.engine.errors import EngineError
+from tau_mcp.servers.cli_help import PlainFlagsGroup
+from tau_mcp.servers.engine.errors import EngineError
 
 export_app = typer.Typer(
     cls=PlainFlagsGroup,
@@ -54,9 +54,9 @@ def ep_rows_command(
     ),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
-    from harness.integrations.ep_rows import ep_rows, to_jsonl
-    from harness.redaction import without_secrets
-    from harness.results import atomic_write
+    from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
+    from tau_mcp.harness.redaction import without_secrets
+    from tau_mcp.harness.results import atomic_write
 
     args = json_arg("--user-llm-args", user_llm_args) or None
     ids = split_ids(task_ids)

@@ -17,8 +17,8 @@ from typing import Any
 import typer
 from typer.main import get_group
 
-from conversation import collector
-from servers.cli_help import PlainFlagsGroup
+from tau_mcp.conversation import collector
+from tau_mcp.servers.cli_help import PlainFlagsGroup
 
 
 @dataclass(frozen=True)

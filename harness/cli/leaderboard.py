@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import console, fail
-from harness.leaderboard.schema import SUBMISSIONS_PATH
-from servers.engine.errors import EngineError
+from tau_mcp.harness.cli.common import console, fail
+from tau_mcp.harness.leaderboard.schema import SUBMISSIONS_PATH
+from tau_mcp.servers.engine.errors import EngineError
 
 
 def leaderboard(
@@ -34,8 +34,8 @@ def leaderboard(
     ),
 ) -> None:
     """Rank submissions by a pass^k or cost, overall (mean over domains) or in one domain."""
-    from harness.leaderboard import board
-    from servers.engine.data import resolve_data_dir
+    from tau_mcp.harness.leaderboard import board
+    from tau_mcp.servers.engine.data import resolve_data_dir
 
     if fmt not in ("table", "md", "json"):
         fail(f"unknown format {fmt!r} (table, md or json)")

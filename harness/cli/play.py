@@ -10,9 +10,9 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from conversation.llm import DEFAULT_LLM
-from harness.backends import InfrastructureError
-from harness.cli.common import (
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
@@ -24,11 +24,11 @@ from harness.cli.common import (
     open_backend,
     retrieval_kwargs_option,
 )
-from harness.errors import ConfigError
-from harness.report import print_grade
-from harness.results import ResultsError
-from servers.domains.registry import DOMAIN_NAMES
-from servers.engine.errors import EngineError
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.report import print_grade
+from tau_mcp.harness.results import ResultsError
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+from tau_mcp.servers.engine.errors import EngineError
 
 
 def ask(what: str, choices: list[str]) -> str:
@@ -77,8 +77,8 @@ def play(
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
-    from harness.play.game import PlaySettings
-    from harness.play.game import play as play_game
+    from tau_mcp.harness.play.game import PlaySettings
+    from tau_mcp.harness.play.game import play as play_game
 
     other = user if side == "agent" else agent
     settings = PlaySettings(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.common import console, fail
+from tau_mcp.harness.cli.common import console, fail
 
 
 def presets(
@@ -13,7 +13,7 @@ def presets(
     """List the run presets (`tau-harness run --preset NAME`), or show what one sets."""
     from rich.table import Table
 
-    from harness import presets as store
+    from tau_mcp.harness import presets as store
 
     try:
         chosen = [store.load(name)] if name else store.available()
@@ -36,7 +36,7 @@ def presets(
 def print_preset(preset, overridden: list[str] | None = None) -> None:
     from rich.table import Table
 
-    from harness import presets as store
+    from tau_mcp.harness import presets as store
 
     table = Table(title=f"preset {preset.name}: {preset.description}", show_header=True)
     table.add_column("option")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import console, fail
-from harness.results import ResultsError
+from tau_mcp.harness.cli.common import console, fail
+from tau_mcp.harness.results import ResultsError
 
 
 def report(
@@ -19,7 +19,7 @@ def report(
 ) -> None:
     """Write a report: pass^k with 95% intervals, costs, a task x trial grid with every
     conversation, and paired tests between runs over the same tasks."""
-    from harness.report.build import ReportError, write_report
+    from tau_mcp.harness.report.build import ReportError, write_report
 
     try:
         written = write_report(files, fmt, output)

@@ -8,11 +8,11 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness import redaction
-from harness.cli.common import REVIEW_LLM_HELP, console, fail
-from harness.errors import ConfigError
-from harness.results import ResultsError, atomic_write, load_results, results_text
-from servers.engine.errors import DataError
+from tau_mcp.harness import redaction
+from tau_mcp.harness.cli.common import REVIEW_LLM_HELP, console, fail
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.results import ResultsError, atomic_write, load_results, results_text
+from tau_mcp.servers.engine.errors import DataError
 
 
 def review(
@@ -54,9 +54,9 @@ def review(
     """Review simulations with an LLM the way the reference's `tau2 review` does: errors of the
     agent and of the user simulator with severities, and the authentication outcome. The
     reviews are saved with each simulation; their cost is reported apart."""
-    from harness.preflight import check_models
-    from harness.review import Reviewer, ReviewSettings, default_output, review_document
-    from servers.engine.data import resolve_data_dir
+    from tau_mcp.harness.preflight import check_models
+    from tau_mcp.harness.review import Reviewer, ReviewSettings, default_output, review_document
+    from tau_mcp.servers.engine.data import resolve_data_dir
 
     if interruption_enabled:
         fail(
@@ -104,14 +104,14 @@ def review(
         fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
     _print_outcome(outcome, reviewer.mode, reviewer.model, target)
     if show_details:
-        from harness.report.console import print_review
+        from tau_mcp.harness.report.console import print_review
 
         for sim in outcome.document["simulations"]:
             print_review(console, sim)
 
 
 def _print_outcome(outcome, mode: str, model: str, target: Path) -> None:
-    from harness.report.reviews import review_counts
+    from tau_mcp.harness.report.reviews import review_counts
 
     counts = review_counts(outcome.document["simulations"])
     console.print(f"reviewed {outcome.reviewed} simulation(s) with {model} (mode {mode})")

@@ -1,8 +1,8 @@
 """`tau-harness run`: run simulations, grade them and save the results.
 
-The batch (`harness.runner.Runner`) runs on one executor: this process (the default), local
+The batch (`tau_mcp.harness.runner.Runner`) runs on one executor: this process (the default), local
 worker processes (`--workers`), Ray actors (`--ray`), or an agent program per simulation
-(`--agent cmd`, `harness.serve.command`).
+(`--agent cmd`, `tau_mcp.harness.serve.command`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conversation.llm import set_request_gate
-from harness.backends import EpisodeBackend, InfrastructureError
-from harness.cli.common import (
+from tau_mcp.conversation.llm import set_request_gate
+from tau_mcp.harness.backends import EpisodeBackend, InfrastructureError
+from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     JUDGE_HELP,
     RETRIEVAL_HELP,
@@ -35,7 +35,7 @@ from harness.cli.common import (
     retrieval_kwargs_option,
     split_ids,
 )
-from harness.cli.tau2_options import (
+from tau_mcp.harness.cli.tau2_options import (
     Tau2OptionError,
     agent_name,
     apply_log_level,
@@ -43,29 +43,29 @@ from harness.cli.tau2_options import (
     read_extra_args,
     user_name,
 )
-from harness.config import DEFAULT_SEED, RunConfig
-from harness.distributed.limits import parse_provider_limits
-from harness.errors import ConfigError, ServerGone
-from harness.metrics import INFRA, is_success
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.preflight import check_models, first_request_check, models_called
-from harness.prompt_sets import help_defaults
-from harness.results import ResultsError
-from harness.review import ReviewSettings, check_mode
-from harness.run_outcome import (
+from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
+from tau_mcp.harness.distributed.limits import parse_provider_limits
+from tau_mcp.harness.errors import ConfigError, ServerGone
+from tau_mcp.harness.metrics import INFRA, is_success
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.preflight import check_models, first_request_check, models_called
+from tau_mcp.harness.prompt_sets import help_defaults
+from tau_mcp.harness.results import ResultsError
+from tau_mcp.harness.review import ReviewSettings, check_mode
+from tau_mcp.harness.run_outcome import (
     INTERRUPTED_EXIT,
     infra_failure_message,
     interrupted_message,
     progress_rate,
     stopped_message,
 )
-from harness.runner import Runner, SimulationExecutor
-from harness.simulate import SimulationRunner
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
+from tau_mcp.harness.runner import Runner, SimulationExecutor
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
 
 #: Extra arguments are `--task-ids a b c` as the reference's CLI takes them, and the reference's
-#: voice and log options (harness.cli.tau2_options sorts them out).
+#: voice and log options (tau_mcp.harness.cli.tau2_options sorts them out).
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
@@ -319,8 +319,8 @@ def run(
 
 def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
     """Run again with the preset's values where no option was given (or only show them)."""
-    from harness import presets
-    from harness.cli.presets import print_preset
+    from tau_mcp.harness import presets
+    from tau_mcp.harness.cli.presets import print_preset
 
     try:
         chosen = presets.load(name)
@@ -360,13 +360,13 @@ def simulations_for(
     timeout: float | None = None,
 ) -> SimulationRunner:
     """The run's one-simulation piece; with `--agent cmd` the agent's seat is the hosted MCP
-    endpoint a program plays (`harness.serve`, loaded only then)."""
+    endpoint a program plays (`tau_mcp.harness.serve`, loaded only then)."""
     if config.agent == "cmd":
         if not agent_cmd or not agent_cmd.strip():
             raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
-        from harness.serve.channel import OutsideAgent
+        from tau_mcp.harness.serve.channel import OutsideAgent
 
-        # --timeout bounds the program (harness.serve.command), which then ends the
+        # --timeout bounds the program (tau_mcp.harness.serve.command), which then ends the
         # conversation from the agent's side and has it graded (docs/serve.md)
         config = replace(config, timeout=None)
         return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
@@ -406,11 +406,11 @@ async def _run(
         if config.agent == "cmd":
             if ray_address is not None:
                 raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
-            from harness.serve.command import CommandExecutor
+            from tau_mcp.harness.serve.command import CommandExecutor
 
             executor = CommandExecutor(simulations, agent_cmd or "", timeout)
         if ray_address is not None:
-            from harness.distributed.ray_pool import RayPool
+            from tau_mcp.harness.distributed.ray_pool import RayPool
 
             executor = pool = RayPool(
                 simulations,
@@ -423,7 +423,7 @@ async def _run(
         else:
             limits = None
             if provider_limits:
-                from harness.distributed.limits import LocalProviderLimits
+                from tau_mcp.harness.distributed.limits import LocalProviderLimits
 
                 limits = LocalProviderLimits(provider_limits).gate
             set_request_gate(first_request_check([] if check_now else uses, limits))
@@ -438,7 +438,7 @@ async def _run(
 def _worker_count(raw: str | None) -> int | None:
     if raw is None:
         return None
-    from harness.distributed.process_pool import parse_workers
+    from tau_mcp.harness.distributed.process_pool import parse_workers
 
     return parse_workers(raw)
 
@@ -455,7 +455,7 @@ def _run_with_workers(
 ) -> list[dict[str, Any]]:
     """`--workers N`: everything is checked here, the workers are forked before the event loop
     starts (they inherit the loaded domain and imported modules), then the loop drives the run."""
-    from harness.distributed.process_pool import NoBackend, ProcessPool, cpu_count, preload
+    from tau_mcp.harness.distributed.process_pool import NoBackend, ProcessPool, cpu_count, preload
 
     if config.agent == "cmd":
         raise ConfigError(
@@ -535,7 +535,7 @@ async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict
             # model request went out): the error alone, no empty bar.
             progress.update(bar, visible=False)
             raise
-    from harness.report import print_summary  # its modules are needed once, at the end
+    from tau_mcp.harness.report import print_summary  # its modules are needed once, at the end
 
     print_summary(
         console,

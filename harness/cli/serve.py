@@ -1,4 +1,4 @@
-"""`tau-harness serve`: host graded simulations for outside agents (`harness.serve`)."""
+"""`tau-harness serve`: host graded simulations for outside agents (`tau_mcp.harness.serve`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import typer
 
-from harness import redaction
-from harness.cli.common import (
+from tau_mcp.harness import redaction
+from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
@@ -23,11 +23,11 @@ from harness.cli.common import (
     open_backend,
     retrieval_kwargs_option,
 )
-from harness.config import DEFAULT_SEED
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.preflight import check_models, models_called
-from harness.results_lock import results_lock
-from servers.http_options import (
+from tau_mcp.harness.config import DEFAULT_SEED
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.preflight import check_models, models_called
+from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
     AllowOriginOpt,
@@ -96,14 +96,14 @@ def serve(
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
-    from conversation.llm import DEFAULT_LLM
-    from harness.backends import InfrastructureError
-    from harness.config import RunConfig
-    from harness.errors import ConfigError
-    from harness.results import ResultsError
-    from servers.engine.errors import EngineError
-    from servers.http_options import http_settings
-    from servers.http_server import BindError, bind_socket, uvicorn_server
+    from tau_mcp.conversation.llm import DEFAULT_LLM
+    from tau_mcp.harness.backends import InfrastructureError
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.errors import ConfigError
+    from tau_mcp.harness.results import ResultsError
+    from tau_mcp.servers.engine.errors import EngineError
+    from tau_mcp.servers.http_options import http_settings
+    from tau_mcp.servers.http_server import BindError, bind_socket, uvicorn_server
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -143,9 +143,9 @@ def serve(
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
     async def main() -> None:
-        from harness.serve.app import create_serve_app
-        from harness.serve.host import graceful_stop
-        from harness.serve.simulation import make_hub
+        from tau_mcp.harness.serve.app import create_serve_app
+        from tau_mcp.harness.serve.host import graceful_stop
+        from tau_mcp.harness.serve.simulation import make_hub
 
         loaded = load_domain(domain, data_dir, task_set=task_set_name)
         sock = bind_socket(host, port, policy.backlog)

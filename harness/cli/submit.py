@@ -8,12 +8,12 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.common import console, fail
-from harness.leaderboard.schema import SchemaError
-from harness.results import ResultsError, load_results
-from harness.results_dir import LayoutError
-from servers.cli_help import PlainFlagsGroup
-from servers.engine.errors import EngineError
+from tau_mcp.harness.cli.common import console, fail
+from tau_mcp.harness.leaderboard.schema import SchemaError
+from tau_mcp.harness.results import ResultsError, load_results
+from tau_mcp.harness.results_dir import LayoutError
+from tau_mcp.servers.cli_help import PlainFlagsGroup
+from tau_mcp.servers.engine.errors import EngineError
 
 submit_app = typer.Typer(
     cls=PlainFlagsGroup,
@@ -23,7 +23,7 @@ submit_app = typer.Typer(
 
 
 def _date(value: str | None, option: str) -> dt.date | None:
-    from harness.leaderboard.submission import SubmissionError, parse_date
+    from tau_mcp.harness.leaderboard.submission import SubmissionError, parse_date
 
     if value is None:
         return None
@@ -110,7 +110,7 @@ def prepare(
     ),
 ) -> None:
     """Make the board's submission folder (submission.json + trajectories/) from results files."""
-    from harness.leaderboard import submission as sub
+    from tau_mcp.harness.leaderboard import submission as sub
 
     if voice:
         fail("tau-mcp has no voice (full-duplex) runs to submit; drop --voice")
@@ -175,7 +175,7 @@ def _ask(meta):
 
     from rich.prompt import Confirm, Prompt
 
-    from harness.leaderboard.submission import SUBMISSION_TYPES, parse_date
+    from tau_mcp.harness.leaderboard.submission import SUBMISSION_TYPES, parse_date
 
     def text(label: str, value: str | None) -> str | None:
         answer = Prompt.ask(label, default=value or "", console=console)
@@ -236,7 +236,7 @@ def validate(
     ),
 ) -> None:
     """Check a submission folder as the board does: schema, rules, every figure recomputed."""
-    from harness.leaderboard.validate import validate as check
+    from tau_mcp.harness.leaderboard.validate import validate as check
 
     try:
         report = check(folder, data_dir)
@@ -266,8 +266,8 @@ def verify_trajs(
     """Check results files one by one as a submission's trajectories are checked: the domain's
     base split, every trial of every task, 4+ trials, no infrastructure errors (the
     reference's `submit verify-trajs`)."""
-    from harness.cli.tau2 import expand_paths
-    from harness.leaderboard.rules import Run, verify_run
+    from tau_mcp.harness.cli.tau2 import expand_paths
+    from tau_mcp.harness.leaderboard.rules import Run, verify_run
 
     files, nothing = expand_paths(paths)
     bad = list(nothing)

@@ -12,11 +12,18 @@ from typing import Any
 
 import typer
 
-from harness.backends import InfrastructureError
-from harness.cli.common import DOMAIN_HELP, TASK_SET_HELP, console, fail, judge_option, load_domain
-from harness.results import ResultsError, load_results
-from servers.engine.errors import EngineError, UnknownTaskSet
-from servers.surfaces import View, listing_as_shown, register_surface
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.cli.common import (
+    DOMAIN_HELP,
+    TASK_SET_HELP,
+    console,
+    fail,
+    judge_option,
+    load_domain,
+)
+from tau_mcp.harness.results import ResultsError, load_results
+from tau_mcp.servers.engine.errors import EngineError, UnknownTaskSet
+from tau_mcp.servers.surfaces import View, listing_as_shown, register_surface
 
 
 # --- evaluate-trajs ---------------------------------------------------------------------------
@@ -45,7 +52,7 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
 def embedded_tasks_differ(document: dict[str, Any], domain: Any) -> list[str]:
     """Ids of the tasks whose definition in the results file differs from the data folder's
     (tau-mcp grades against the data folder's; the reference, by default, the embedded ones)."""
-    from harness.leaderboard.tasks import normalized_task
+    from tau_mcp.harness.leaderboard.tasks import normalized_task
 
     differ = []
     for raw in document.get("tasks") or []:
@@ -94,10 +101,10 @@ def evaluate_trajs(
 ) -> None:
     """Re-grade results files and show their figures (the reference's `evaluate-trajs`; the
     domain of each comes from its header)."""
-    from harness.cli.evaluate import _evaluate, _evaluate_options
-    from harness.evaluate import recorded_domain, recorded_task_set
-    from harness.evaluate_output import refuse_unfinished_run, write_regraded
-    from harness.report import print_summary
+    from tau_mcp.harness.cli.evaluate import _evaluate, _evaluate_options
+    from tau_mcp.harness.evaluate import recorded_domain, recorded_task_set
+    from tau_mcp.harness.evaluate_output import refuse_unfinished_run, write_regraded
+    from tau_mcp.harness.report import print_summary
 
     files, nothing = expand_paths(paths)
     if not files:
@@ -155,7 +162,7 @@ def evaluate_trajs(
 def start(ctx: typer.Context) -> None:
     """Serve every domain over MCP (the reference's `start`): `tau-server serve`, whose options
     it takes."""
-    from servers.cli import app as server_app
+    from tau_mcp.servers.cli import app as server_app
 
     server_app(["serve", *ctx.args], prog_name="tau-server")
 
@@ -195,7 +202,7 @@ def domain_doc(
 ) -> None:
     """A domain's documentation in the terminal: its tasks, the tools of each side with their
     parameters, and its policy (the reference's `domain` serves it as a web page)."""
-    from harness.play.terminal import signature
+    from tau_mcp.harness.play.terminal import signature
 
     try:
         domain = load_domain(name, data_dir)

@@ -7,9 +7,14 @@ from typing import Any
 
 import typer
 
-from harness.cli.common import console, fail
-from harness.report import print_conversation, print_summary, simulations_table, task_rates_table
-from harness.results import ResultsError, load_results
+from tau_mcp.harness.cli.common import console, fail
+from tau_mcp.harness.report import (
+    print_conversation,
+    print_summary,
+    simulations_table,
+    task_rates_table,
+)
+from tau_mcp.harness.results import ResultsError, load_results
 
 
 def view(
@@ -53,8 +58,8 @@ def view(
 ) -> None:
     """Show results files: summary, per-task pass rates and simulations, or conversations;
     with no file, list the results files of a folder."""
-    from harness.report.console import print_diagnosis, print_review
-    from harness.report.summary import PASS, outcome
+    from tau_mcp.harness.report.console import print_diagnosis, print_review
+    from tau_mcp.harness.report.summary import PASS, outcome
 
     files = [*(files or []), *(file or [])]
     if not files:
@@ -107,7 +112,7 @@ def view(
 
 def all_failed(sims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The simulations of the tasks none of whose trials passed."""
-    from harness.report.summary import PASS, outcome
+    from tau_mcp.harness.report.summary import PASS, outcome
 
     passed = {str(s.get("task_id")) for s in sims if outcome(s) == PASS}
     return [s for s in sims if str(s.get("task_id")) not in passed]
@@ -117,7 +122,7 @@ def list_results(folder: Path) -> None:
     """One line per results file in `folder`: what ran and how it scored."""
     from rich.table import Table
 
-    from harness.metrics import summarize
+    from tau_mcp.harness.metrics import summarize
 
     if not folder.is_dir():
         fail(f"no results files given, and no folder {folder} to list (give FILES or --dir)")

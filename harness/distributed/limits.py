@@ -3,8 +3,8 @@
 The limit is per litellm provider (the part of the model string litellm routes by), held for the
 duration of each request. In one process the gate is a set of semaphores; with local worker
 processes those semaphores live in the driver, which grants permits over each worker's socket
-(`harness.distributed.process_pool`); on a Ray cluster it is one actor every worker asks
-(`harness.distributed.ray_pool`).
+(`tau_mcp.harness.distributed.process_pool`); on a Ray cluster it is one actor every worker asks
+(`tau_mcp.harness.distributed.ray_pool`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def parse_provider_limits(raw: str | None) -> dict[str, int]:
 
 def provider_of(model: str) -> str:
     """The provider litellm would send this model to (e.g. `gpt-4.1` -> openai)."""
-    from conversation.llm import litellm_module
+    from tau_mcp.conversation.llm import litellm_module
 
     try:
         return str(litellm_module().get_llm_provider(model)[1]).lower()

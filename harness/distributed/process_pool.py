@@ -3,8 +3,8 @@
 The driver (the `tau-harness run` process) keeps everything a local run has, as with Ray: task
 selection, seeds, `--max-concurrency` (the total in flight over all workers), the progress bar,
 the summary, the exit code and the results file (lock, journal, atomic rewrites, resume), which
-only it writes. Workers (`harness.distributed.process_worker`) are forked from a copy of the
-driver taken before its event loop started (`harness.distributed.spawner`), so they start with
+only it writes. Workers (`tau_mcp.harness.distributed.process_worker`) are forked from a copy of the
+driver taken before its event loop started (`tau_mcp.harness.distributed.spawner`), so they start with
 the domain loaded and litellm imported. Each simulation goes to the least loaded worker over its
 socket; its record comes back as JSON, read on the driver's event loop (no polling, no threads).
 
@@ -26,14 +26,14 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
-from harness.config import RunConfig
-from harness.distributed.frames import encode, read_frame
-from harness.distributed.limits import LocalProviderLimits
-from harness.distributed.process_worker import WorkerSetup, worker_main
-from harness.distributed.spawner import Spawner
-from harness.errors import ConfigError, run_stop
-from harness.simulate import SimulationRunner
-from servers.engine.tasks import Task
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.distributed.frames import encode, read_frame
+from tau_mcp.harness.distributed.limits import LocalProviderLimits
+from tau_mcp.harness.distributed.process_worker import WorkerSetup, worker_main
+from tau_mcp.harness.distributed.spawner import Spawner
+from tau_mcp.harness.errors import ConfigError, run_stop
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.tasks import Task
 
 FRAME_LIMIT = 1 << 20  # stream buffer; frames larger than this are still read whole
 
@@ -61,8 +61,8 @@ def parse_workers(raw: str | None) -> int | None:
 def preload(domain: Any) -> None:
     """Pay once, before forking, what each worker would otherwise pay at its first simulation:
     the domain's canonical forms (for grading hashes) and the in-process server's modules."""
-    import harness.backends.http  # noqa: F401
-    import servers.app  # noqa: F401
+    import tau_mcp.harness.backends.http  # noqa: F401
+    import tau_mcp.servers.app  # noqa: F401
 
     domain.warm()
 

@@ -1,12 +1,12 @@
 """One local worker process of `tau-harness run --workers N`.
 
-It was forked from the driver (`harness.distributed.spawner`), so the domain is already loaded
+It was forked from the driver (`tau_mcp.harness.distributed.spawner`), so the domain is already loaded
 and the modules imported; it builds its own backend (the in-process server, or `--server`) and
 `SimulationRunner`, then runs what the driver sends, many simulations at once on its own event
 loop, and sends back each record exactly as `SimulationRunner.simulate` returns it. It never touches the results
 file. When the driver's end of the socket closes, it cancels what it was running and ends.
 
-Messages (JSON frames, `harness.distributed.frames`), driver to worker: `run` {id, task, trial,
+Messages (JSON frames, `tau_mcp.harness.distributed.frames`), driver to worker: `run` {id, task, trial,
 seed}, `grant` {lease}. Worker to driver: `ready`, `fatal` {message} (it cannot start), `done`
 {id, record}, `failed` {id, config, message}, `acquire` {lease, provider}, `release` {lease}.
 """
@@ -22,14 +22,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.backends import InfrastructureError
-from harness.config import RunConfig
-from harness.distributed.frames import encode, read_frame
-from harness.errors import ConfigError
-from harness.simulate import SimulationRunner
-from harness.wiring import open_backend
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.distributed.frames import encode, read_frame
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.harness.wiring import open_backend
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
 
 STOP_WAIT_S = 2.0
 
@@ -92,7 +92,7 @@ class LeaseGate:
 
     @asynccontextmanager
     async def gate(self, model: str) -> AsyncIterator[None]:
-        from harness.distributed.limits import provider_of
+        from tau_mcp.harness.distributed.limits import provider_of
 
         provider = provider_of(model)
         if provider not in self.limits:
@@ -129,7 +129,7 @@ async def _simulate(runner: SimulationRunner, link: DriverLink, message: dict[st
 
 
 async def _serve(setup: WorkerSetup, sock: socket.socket) -> None:
-    from conversation.llm import set_request_gate
+    from tau_mcp.conversation.llm import set_request_gate
 
     reader, writer = await asyncio.open_unix_connection(sock=sock)
     link = DriverLink(writer)

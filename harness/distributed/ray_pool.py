@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunConfig
-from harness.errors import ConfigError, run_stop
-from harness.simulate import SimulationRunner
-from harness.wiring import load_domain, open_backend
-from servers.engine.errors import EngineError
-from servers.engine.tasks import Task
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.errors import ConfigError, run_stop
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.harness.wiring import load_domain, open_backend
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.tasks import Task
 
 LEASE_TIMEOUT_S = 900.0
 
@@ -35,7 +35,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        from harness.install_hint import install_command
+        from tau_mcp.harness.install_hint import install_command
 
         raise ConfigError(
             f"--ray needs Ray, which is not installed: {install_command('ray')}"
@@ -72,7 +72,7 @@ class _Worker:
                 domain = load_domain(p.domain, Path(p.data_dir), ready="warm", task_set=p.task_set)
                 backend = await open_backend(domain, p.server, p.token)
                 if p.limiter is not None:
-                    from conversation.llm import set_request_gate
+                    from tau_mcp.conversation.llm import set_request_gate
 
                     set_request_gate(RayProviderGate(p.limiter, p.provider_limits).gate)
                 self._runner = SimulationRunner(backend, domain, p.config)
@@ -142,7 +142,7 @@ class RayProviderGate:
 
     @asynccontextmanager
     async def gate(self, model: str) -> Any:
-        from harness.distributed.limits import provider_of
+        from tau_mcp.harness.distributed.limits import provider_of
 
         provider = provider_of(model)
         if provider not in self.limits:

@@ -3,7 +3,7 @@
 Actions follow the reference's gym: plain text is a message to the other party; a JSON object
 `{"name": ..., "arguments": {...}}` or a function-style call `name(arg='x', n=2)` is a tool
 call. RL frameworks may also hand an OpenAI-style assistant message dict (content and/or
-`tool_calls`). Text is read by `conversation.actions`, shared with `tau-harness play`: calls
+`tool_calls`). Text is read by `tau_mcp.conversation.actions`, shared with `tau-harness play`: calls
 with `ast` and literal values only, so an action is never evaluated as code.
 
 Observations are the reference's `role: content` lines, tool calls shown function-style.
@@ -16,8 +16,8 @@ import json
 from collections.abc import Container
 from typing import Any
 
-from conversation.actions import ActionError, parse_tool_call
-from conversation.messages import ChatMessage, Message, Requestor, ToolCall, ToolMessage
+from tau_mcp.conversation.actions import ActionError, parse_tool_call
+from tau_mcp.conversation.messages import ChatMessage, Message, Requestor, ToolCall, ToolMessage
 
 __all__ = ["ActionError", "function_style", "message_line", "observation_text", "parse_action"]
 
@@ -29,7 +29,7 @@ def parse_action(
 ) -> ChatMessage:
     """The message an action stands for, sent by `requestor` (the side the policy plays).
 
-    Text is read with `conversation.actions` (as `tau-harness play` reads typed turns); with
+    Text is read with `tau_mcp.conversation.actions` (as `tau-harness play` reads typed turns); with
     `known_tools`, a function-style line naming anything else (`Sure (happy to help)`) is text.
     """
     if isinstance(action, dict):

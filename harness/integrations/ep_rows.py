@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.agents.llm_agent import conversation_prompt
-from servers.engine.domain import Domain
-from servers.engine.errors import UnknownTask
-from simulator.scenario import scenario_text
+from tau_mcp.harness.agents.llm_agent import conversation_prompt
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import UnknownTask
+from tau_mcp.simulator.scenario import scenario_text
 
 DEFAULT_USER_LLM = "gpt-4.1"  # what EP's own tau2 rows name
 

@@ -1,4 +1,4 @@
-"""Inspect tasks: `inspect eval harness/tau_mcp_airline --model openai/gpt-4.1`.
+"""Inspect tasks: `inspect eval tau_mcp/tau_mcp_airline --model openai/gpt-4.1`.
 
 One task per domain. Each sample is one tau2 task: the model under evaluation is the agent
 (its tools are the episode's agent tools, called over MCP on a tau-mcp server, in-process by
@@ -40,17 +40,17 @@ from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolInfo as InspectToolInfo
 from inspect_ai.tool import ToolParams
 
-from conversation.llm import DEFAULT_LLM
-from conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
-from harness.agents.base import Agent, AgentContext, Incoming
-from harness.agents.llm_agent import conversation_prompt
-from harness.backends import ToolInfo
-from harness.metrics import INFRA
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.surfaces import ShownTool, View, as_shown, register_surface
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.harness.agents.llm_agent import conversation_prompt
+from tau_mcp.harness.backends import ToolInfo
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
 
-AGENT_CLASS = "harness.integrations.inspect_tasks:InspectAgent"
+AGENT_CLASS = "tau_mcp.harness.integrations.inspect_tasks:InspectAgent"
 GRADE_KEY = "tau_mcp_reward_info"
 
 
@@ -119,7 +119,7 @@ def _as_inspect_shows(tool: ShownTool) -> ShownTool:
 async def _shown_to_inspect_model(
     domain: Domain, view: View, variant: str | None
 ) -> list[ShownTool]:
-    from harness.surface_probes import captured_participant
+    from tau_mcp.harness.surface_probes import captured_participant
 
     agent = await captured_participant(domain, "agent", InspectAgent, variant=variant)
     return [
@@ -185,10 +185,10 @@ def tau_mcp_conversation(
     retrieval_kwargs: dict[str, Any] | None = None,
 ):
     """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
-    from harness.config import DEFAULT_SEED, RunConfig, trial_seed
-    from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-    from harness.simulate import SimulationRunner
-    from harness.wiring import build_judge, open_backend, shared_domain
+    from tau_mcp.harness.config import DEFAULT_SEED, RunConfig, trial_seed
+    from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+    from tau_mcp.harness.simulate import SimulationRunner
+    from tau_mcp.harness.wiring import build_judge, open_backend, shared_domain
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         domain = shared_domain(domain_name, data_dir)
@@ -214,7 +214,7 @@ def tau_mcp_conversation(
             sim = await runner.simulate(task, trial, trial_seed(config.seed, trial))
         finally:
             await backend.close()
-        from conversation.messages import parse_message
+        from tau_mcp.conversation.messages import parse_message
 
         state.messages = [
             ChatMessageSystem(content=conversation_prompt(runner.policy_for(task))),
@@ -280,9 +280,9 @@ def tau_mcp_task(
     retrieval_config: str | None = None,
     retrieval_kwargs: dict[str, Any] | None = None,
 ) -> Task:
-    from harness.config import RunConfig, select_tasks
-    from harness.errors import ConfigError
-    from harness.wiring import shared_domain
+    from tau_mcp.harness.config import RunConfig, select_tasks
+    from tau_mcp.harness.errors import ConfigError
+    from tau_mcp.harness.wiring import shared_domain
 
     domain = shared_domain(domain_name, data_dir)
     try:  # an unknown config, or one that cannot run here, is one sentence before any sample
@@ -391,8 +391,8 @@ def tau_mcp_banking_knowledge(
 
 
 def _namespace_for_editable_installs() -> None:
-    """Inspect names an installed package's tasks `harness/<task>` (our top-level package), but
-    an editable install gets bare names, and then `inspect eval harness/tau_mcp_mock` finds
+    """Inspect names an installed package's tasks `tau_mcp/<task>` (our top-level package), but
+    an editable install gets bare names, and then `inspect eval tau_mcp/tau_mcp_mock` finds
     nothing. Register the namespaced names in that case too."""
     from inspect_ai._util.registry import registry_info
 
@@ -405,7 +405,7 @@ def _namespace_for_editable_installs() -> None:
     ):
         name = registry_info(factory).name
         if "/" not in name:
-            task(name=f"harness/{name}")(factory)
+            task(name=f"tau_mcp/{name}")(factory)
 
 
 _namespace_for_editable_installs()

@@ -18,23 +18,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from conversation.llm import DEFAULT_LLM
-from conversation.messages import STOP, ChatMessage, Message, is_agent_stop, parse_message
-from harness.agents.base import Agent, AgentContext, Incoming
-from harness.agents.base import _agent_can_see as agent_can_see
-from harness.agents.llm_agent import DONE_TOOL
-from harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from harness.config import RunConfig
-from harness.errors import ConfigError
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.simulate import SimulationRunner
-from harness.wiring import build_judge, open_backend, shared_domain
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.engine.tasks import Task
-from simulator.base import UserContext, UserSimulator
-from simulator.base import _user_can_see as user_can_see
-from simulator.scenario import scenario_text
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.conversation.messages import STOP, ChatMessage, Message, is_agent_stop, parse_message
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.harness.agents.base import _agent_can_see as agent_can_see
+from tau_mcp.harness.agents.llm_agent import DONE_TOOL
+from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
+from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.harness.wiring import build_judge, open_backend, shared_domain
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.base import _user_can_see as user_can_see
+from tau_mcp.simulator.scenario import scenario_text
 
 Seat = Literal["agent", "user"]
 AGENT_PARTNERS = ("llm", "scripted")  # who plays the user when the policy is the agent

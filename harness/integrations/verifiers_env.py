@@ -2,12 +2,12 @@
 
 verifiers loads it the usual way, by module name plus arguments:
 
-    vf-eval harness.integrations.verifiers_env -a '{"domain": "airline", "split": "test"}' ...
+    vf-eval tau_mcp.harness.integrations.verifiers_env -a '{"domain": "airline", "split": "test"}' ...
 
-or `verifiers.load_environment("harness.integrations.verifiers_env", domain=...)`. Each dataset
+or `verifiers.load_environment("tau_mcp.harness.integrations.verifiers_env", domain=...)`. Each dataset
 row is one task. A rollout opens an episode (in-process by default, or on the `tau-server` at
 `server`), lets our simulated user open the conversation, then hands every model message to the
-same orchestrator `tau-harness run` uses (see `harness.integrations.stepwise`): tool calls run on
+same orchestrator `tau-harness run` uses (see `tau_mcp.harness.integrations.stepwise`): tool calls run on
 the agent's MCP session, text goes to the simulated user, and the user's stop tokens, the step
 limit and the error limit end the rollout. The reward is our grader's.
 
@@ -26,21 +26,21 @@ import verifiers as vf
 import verifiers.types as vf_types
 from datasets import Dataset
 
-from conversation.llm import DEFAULT_LLM
-from conversation.messages import ChatMessage, Message, ToolMessage
-from harness.agents.llm_agent import conversation_prompt
-from harness.errors import ConfigError
-from harness.integrations.actions import ActionError, parse_action
-from harness.integrations.stepwise import (
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
+from tau_mcp.harness.agents.llm_agent import conversation_prompt
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.integrations.actions import ActionError, parse_action
+from tau_mcp.harness.integrations.stepwise import (
     BackendKeeper,
     EpisodeSettings,
     PolicyDriver,
 )
-from harness.integrations.verifiers_tools import verifiers_tool_defs
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from harness.wiring import shared_domain
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
+from tau_mcp.harness.integrations.verifiers_tools import verifiers_tool_defs
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.wiring import shared_domain
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
 
 
 def _for_policy(message: Message) -> vf_types.Message:

@@ -1,16 +1,16 @@
 """The tools the verifiers environment declares to the policy model (its `tool_defs`).
 
-Kept apart from `harness.integrations.verifiers_env`, which needs the heavy `verifiers` package,
-so the surface registry (`servers.surfaces`) knows this surface wherever tau-mcp is installed.
+Kept apart from `tau_mcp.harness.integrations.verifiers_env`, which needs the heavy `verifiers` package,
+so the surface registry (`tau_mcp.servers.surfaces`) knows this surface wherever tau-mcp is installed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from servers.engine.domain import Domain
-from servers.engine.variants import Variant
-from servers.surfaces import ShownTool, View, register_surface, variant_name
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.variants import Variant
+from tau_mcp.servers.surfaces import ShownTool, View, register_surface, variant_name
 
 
 def verifiers_tool_defs(domain: Domain, variant: Variant | None = None) -> list[dict[str, Any]]:
@@ -28,5 +28,5 @@ async def _shown_to_policy(domain: Domain, view: View, variant: str | None) -> l
     return verifiers_tool_defs(domain, domain.resolve_variant(variant, None))
 
 
-#: `harness.integrations.verifiers_env.TauMcpEnv`: the policy model's tool definitions.
+#: `tau_mcp.harness.integrations.verifiers_env.TauMcpEnv`: the policy model's tool definitions.
 VERIFIERS_ENV = register_surface("verifiers environment (tool_defs)", ("agent",), _shown_to_policy)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import SUBMISSION_FILE
+from tau_mcp.harness.leaderboard import SUBMISSION_FILE
 
 METRICS = ("pass_1", "pass_2", "pass_3", "pass_4", "cost")
 DOMAINS = ("retail", "airline", "telecom", "banking_knowledge")

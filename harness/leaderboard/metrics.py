@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from harness.metrics import INFRA, is_success, pass_hat_k
+from tau_mcp.harness.metrics import INFRA, is_success, pass_hat_k
 
 BOARD_KS = (1, 2, 3, 4)
 

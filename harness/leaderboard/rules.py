@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import INFRA
+from tau_mcp.harness.metrics import INFRA
 
 MIN_TRIALS = 4
 SECRET_ARGS = frozenset({"api_key", "aws_secret_access_key", "aws_session_token", "token"})
@@ -221,7 +221,7 @@ def verify_run(run: Run, data_dir: Path | None) -> list[Problem]:
 
 
 def _tasks(run: Run, data_dir: Path | None) -> list[Problem]:
-    from harness.leaderboard.tasks import base_split_tasks, normalized_task
+    from tau_mcp.harness.leaderboard.tasks import base_split_tasks, normalized_task
 
     expected = base_split_tasks(run.domain, data_dir)
     given: dict[str, Any] = {}

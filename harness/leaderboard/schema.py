@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from servers.engine.data import resolve_data_dir
+from tau_mcp.servers.engine.data import resolve_data_dir
 
 SCHEMA_PATH = Path("tau2") / "leaderboard" / "schema.json"
 SUBMISSIONS_PATH = Path("tau2") / "leaderboard" / "submissions"

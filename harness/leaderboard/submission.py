@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
-from harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_scores
-from harness.leaderboard.rules import Problem, Run, run_problems
-from harness.leaderboard.schema import board_domains, load_schema, schema_problems
-from harness.results import journal_path, load_results
-from harness.results_layouts import convert_document, detect, json_text
+from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
+from tau_mcp.harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_scores
+from tau_mcp.harness.leaderboard.rules import Problem, Run, run_problems
+from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
+from tau_mcp.harness.results import journal_path, load_results
+from tau_mcp.harness.results_layouts import convert_document, detect, json_text
 
 REFERENCE_VERSION = "1.0.1"  # the tau2-bench release whose tasks, prompts and grading we run
 SUBMISSION_TYPES = ("standard", "custom")

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from servers.domains.registry import DOMAIN_NAMES, domain_spec
-from servers.engine.data import resolve_data_dir
-from servers.engine.domain import Domain, DomainSpec
-from servers.engine.tasks import Task
-from servers.engine.toolkit import Toolkit
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec
+from tau_mcp.servers.engine.data import resolve_data_dir
+from tau_mcp.servers.engine.domain import Domain, DomainSpec
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.engine.toolkit import Toolkit
 
 
 def _without_nulls(value: Any) -> Any:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
-from harness.leaderboard.metrics import BOARD_KS, domain_scores
-from harness.leaderboard.rules import Run, run_problems
-from harness.leaderboard.schema import board_domains, load_schema, schema_problems
-from harness.results import ResultsError, load_results
-from harness.results_dir import META_FILE
+from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
+from tau_mcp.harness.leaderboard.metrics import BOARD_KS, domain_scores
+from tau_mcp.harness.leaderboard.rules import Run, run_problems
+from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
+from tau_mcp.harness.results import ResultsError, load_results
+from tau_mcp.harness.results_dir import META_FILE
 
 
 @dataclass

@@ -9,17 +9,17 @@ from typing import Any
 
 from rich.console import Console
 
-from conversation.messages import STOP
-from harness.backends import EpisodeBackend
-from harness.config import RunConfig, select_tasks
-from harness.errors import ConfigError
-from harness.play.terminal import HumanAgent, HumanUser, Terminal
-from harness.runner import Runner
-from harness.simulate import SimulationRunner
-from servers.engine.domain import Domain
+from tau_mcp.conversation.messages import STOP
+from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.harness.config import RunConfig, select_tasks
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.play.terminal import HumanAgent, HumanUser, Terminal
+from tau_mcp.harness.runner import Runner
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.domain import Domain
 
-HUMAN_AGENT = "harness.play.terminal:HumanAgent"
-HUMAN_USER = "harness.play.terminal:HumanUser"
+HUMAN_AGENT = "tau_mcp.harness.play.terminal:HumanAgent"
+HUMAN_USER = "tau_mcp.harness.play.terminal:HumanUser"
 
 
 @dataclass

@@ -14,15 +14,15 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from conversation.actions import ActionError, parse_tool_call
-from conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
-from conversation.tools import ToolInfo
-from harness.agents.base import Agent, AgentContext, Incoming
-from harness.errors import ConfigError
-from servers.engine.domain import Domain
-from servers.surfaces import ShownTool, View, as_shown, register_surface
-from simulator.base import UserContext, UserSimulator
-from simulator.scenario import scenario_text
+from tau_mcp.conversation.actions import ActionError, parse_tool_call
+from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
+from tau_mcp.conversation.tools import ToolInfo
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
+from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.scenario import scenario_text
 
 
 class PlayAbandoned(ConfigError):
@@ -270,7 +270,7 @@ async def _shown_to_player(domain: Domain, view: View, variant: str | None) -> l
     """The tools `/tools` lists to the person on that side (printed to a discarded console)."""
     import io
 
-    from harness.surface_probes import captured_participant
+    from tau_mcp.harness.surface_probes import captured_participant
 
     human = HumanAgent if view == "agent" else HumanUser
     seat = type(human.__name__, (human,), {"terminal": Terminal(Console(file=io.StringIO()))})

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from servers.engine.errors import DataError
+from tau_mcp.servers.engine.errors import DataError
 
 DUMP_SCRIPT = Path(__file__).with_name("dump.py")
 LAYOUT_FILE = Path(__file__).with_name("layout.json")

@@ -5,7 +5,7 @@ what its reranker and Qwen embedder send a model) and telecom-workflow's policy;
 prompts and what a review returns.
 
 Runs with the interpreter of a throwaway virtualenv that has the release installed (see
-`harness.reference_texts.build`), never inside tau-mcp's own environment:
+`tau_mcp.harness.reference_texts.build`), never inside tau-mcp's own environment:
 
     TAU2_DATA_DIR=DATA_FOLDER python dump.py OUT_DIR
 
@@ -1119,7 +1119,7 @@ def review_values(ref: Reference) -> dict[str, Any]:
             "user_instructions",
             "example_action_trajectory",
             "natural_language_assertions",
-            "conversation",
+            "tau_mcp.conversation",
             "user_guidelines",
             "model",
         )
@@ -1132,7 +1132,7 @@ def review_values(ref: Reference) -> dict[str, Any]:
             raise ValueError("a sentinel was left in a review prompt")
         return text
 
-    conversation = slot["conversation"]
+    conversation = slot["tau_mcp.conversation"]
     shown_as = classmethod(lambda cls, *args, **kwargs: conversation)
     guidelines = get_global_user_sim_guidelines()
     values: dict[str, Any] = {}

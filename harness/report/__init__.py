@@ -1,7 +1,7 @@
 """Showing results to people: the console summary, conversation views, and `tau-harness report`
 (HTML, Markdown, JSON) with confidence intervals and paired comparisons."""
 
-from harness.report.console import (
+from tau_mcp.harness.report.console import (
     print_conversation,
     print_grade,
     print_summary,

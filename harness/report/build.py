@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.report import summary
-from harness.results import atomic_write, load_results
+from tau_mcp.harness.report import summary
+from tau_mcp.harness.results import atomic_write, load_results
 
 FORMATS = ("html", "md", "json")
 
@@ -25,11 +25,11 @@ def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | Non
     if fmt == "json":
         text = json.dumps(report, indent=1, default=str) + "\n"
     elif fmt == "md":
-        from harness.report.markdown import render
+        from tau_mcp.harness.report.markdown import render
 
         text = render(report)
     else:
-        from harness.report.html import render
+        from tau_mcp.harness.report.html import render
 
         text = render(report, [doc["simulations"] for _, doc in documents])
         output = output or Path("report.html")

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grading.diagnosis import diagnosis_of
-from harness.metrics import INFRA
-from harness.report.markdown import LEADERBOARD_HEADER, SIDE_NAMES, leaderboard_rows
-from harness.report.summary import (
+from tau_mcp.grading.diagnosis import diagnosis_of
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.report.markdown import LEADERBOARD_HEADER, SIDE_NAMES, leaderboard_rows
+from tau_mcp.harness.report.summary import (
     ERROR,
     FAIL,
     PASS,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from grading.diagnosis import CATEGORIES, SIDES, diagnosis_of
-from harness.metrics import pass_hat_k
-from harness.report.reviews import has_review, review_counts, reviews_cost, user_caused
-from harness.report.stats import bootstrap_mean, detectable_difference
+from tau_mcp.grading.diagnosis import CATEGORIES, SIDES, diagnosis_of
+from tau_mcp.harness.metrics import pass_hat_k
+from tau_mcp.harness.report.reviews import has_review, review_counts, reviews_cost, user_caused
+from tau_mcp.harness.report.stats import bootstrap_mean, detectable_difference
 
 #: A failed simulation graded before diagnoses existed (re-grade it: `tau-harness evaluate`).
 UNDIAGNOSED = "undiagnosed"

@@ -10,10 +10,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from grading.diagnosis import diagnosis_of
-from harness.report.bars import failures_svg
-from harness.report.chart import pass_hat_svg
-from harness.report.markdown import LEADERBOARD_HEADER, money, pct
+from tau_mcp.grading.diagnosis import diagnosis_of
+from tau_mcp.harness.report.bars import failures_svg
+from tau_mcp.harness.report.chart import pass_hat_svg
+from tau_mcp.harness.report.markdown import LEADERBOARD_HEADER, money, pct
 
 _TEMPLATES = Path(__file__).with_name("templates")
 

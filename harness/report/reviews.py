@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grading.review import review_cost
+from tau_mcp.grading.review import review_cost
 
 AUTH_STATUSES = ("succeeded", "failed", "not_needed")
 

@@ -12,18 +12,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from grading.diagnosis import diagnosis_of
-from grading.review import review_cost
-from harness.metrics import INFRA, is_success, pass_hat_k, summarize
-from harness.report.failures import (
+from tau_mcp.grading.diagnosis import diagnosis_of
+from tau_mcp.grading.review import review_cost
+from tau_mcp.harness.metrics import INFRA, is_success, pass_hat_k, summarize
+from tau_mcp.harness.report.failures import (
     failure_breakdown,
     noise,
     pair_noise,
     pass_hat_without_user_caused,
     reviews_summary,
 )
-from harness.report.reviews import review_digest
-from harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
+from tau_mcp.harness.report.reviews import review_digest
+from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 

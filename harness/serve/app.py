@@ -8,9 +8,9 @@ simulation's MCP endpoint. Errors answer as the server's do: `{"error": "..."}` 
     *    /simulations/{id}/mcp   the simulation's MCP endpoint (streamable HTTP)
     GET  /health, GET /tasks?split=base
 
-The app sits behind the same guard stack as `tau-server` (`servers.http_stack`): Host/Origin
+The app sits behind the same guard stack as `tau-server` (`tau_mcp.servers.http_stack`): Host/Origin
 checks, CORS, JSON bodies only, size, deadline and JSON-text bounds, JSON errors everywhere.
-Request fields are bounded by `servers.limits` before any work.
+Request fields are bounded by `tau_mcp.servers.limits` before any work.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from harness.redaction import redact
-from harness.serve.channel import MoveChannel
-from harness.serve.endpoint import SEND_MESSAGE, build_simulation_mcp
-from harness.serve.simulation import (
+from tau_mcp.harness.redaction import redact
+from tau_mcp.harness.serve.channel import MoveChannel
+from tau_mcp.harness.serve.endpoint import SEND_MESSAGE, build_simulation_mcp
+from tau_mcp.harness.serve.simulation import (
     Conflict,
     Simulation,
     SimulationHub,
@@ -36,12 +36,12 @@ from harness.serve.simulation import (
     UnknownTask,
     make_hub,
 )
-from servers.auth import send_json_error
-from servers.engine.domain import Domain
-from servers.engine.errors import EngineError
-from servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
-from servers.limits import id_field, json_utf8, trial_field
-from servers.surfaces import ShownTool, View, register_surface, variant_name
+from tau_mcp.servers.auth import send_json_error
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
+from tau_mcp.servers.limits import id_field, json_utf8, trial_field
+from tau_mcp.servers.surfaces import ShownTool, View, register_surface, variant_name
 
 
 def channel_from_scope() -> MoveChannel:
@@ -186,10 +186,10 @@ async def _shown_on_simulation_endpoint(
 ) -> list[ShownTool]:
     """`tools/list` on a simulation's endpoint of a `tau-harness serve --retrieval-config
     <variant>` app (in-process)."""
-    from harness.backends.http import in_process_backend
-    from harness.config import RunConfig
-    from servers.guards import LOOPBACK_HOSTS
-    from servers.mcp_probe import PROBE_HOST, listed_tools, running
+    from tau_mcp.harness.backends.http import in_process_backend
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.servers.guards import LOOPBACK_HOSTS
+    from tau_mcp.servers.mcp_probe import PROBE_HOST, listed_tools, running
 
     backend = await in_process_backend({domain.name: domain})
     try:

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversation.messages import STOP, ChatMessage, Message, ToolMessage, is_agent_stop
-from harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.conversation.messages import STOP, ChatMessage, Message, ToolMessage, is_agent_stop
+from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from harness import redaction
-from harness.agents import AgentContext
-from harness.backends import InfrastructureError
-from harness.errors import ConfigError
-from harness.serve.host import hosted
-from harness.serve.simulation import Simulation, SimulationHub, serve_simulations
-from harness.simulate import SimulationRunner, with_retries
-from servers.engine.tasks import Task
+from tau_mcp.harness import redaction
+from tau_mcp.harness.agents import AgentContext
+from tau_mcp.harness.backends import InfrastructureError
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.serve.host import hosted
+from tau_mcp.harness.serve.simulation import Simulation, SimulationHub, serve_simulations
+from tau_mcp.harness.simulate import SimulationRunner, with_retries
+from tau_mcp.servers.engine.tasks import Task
 
 MCP_SERVER_NAME = "tau2"
 EXIT_GRACE_S = 10.0  # after the user ends, the program may still print its last words
@@ -45,7 +45,7 @@ OUTPUT_TAIL = 2000
 
 def agent_system_prompt(simulations: SimulationRunner, task: Task) -> str:
     """The system prompt the `llm` agent would get on this task, from that agent's own builder."""
-    from harness.agents.llm_agent import LLMAgent
+    from tau_mcp.harness.agents.llm_agent import LLMAgent
 
     context = AgentContext(
         task=task,

@@ -1,5 +1,5 @@
 """The MCP server an outside agent plays a simulation on: the domain's agent tools, exactly as
-the episode's agent endpoint on `tau-server` lists them (the one listing of `servers.surfaces`:
+the episode's agent endpoint on `tau-server` lists them (the one listing of `tau_mcp.servers.surfaces`:
 the reference's names, texts, schemas and order when the data carries them), then one tool of
 ours, `send_message_to_user`, the agent's way to speak to the customer (the reference's agent
 speaks in plain assistant messages, which an MCP client cannot send). Every call is one agent
@@ -25,14 +25,14 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from conversation.messages import ChatMessage, ToolCall
-from harness.serve.channel import Answer, MoveChannel
-from servers.engine.domain import Domain
-from servers.engine.tool_listing import ToolListing
-from servers.engine.variants import Variant
-from servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
-from servers.mcp_listing import tool_title
-from servers.mcp_tools import tool_annotations
+from tau_mcp.conversation.messages import ChatMessage, ToolCall
+from tau_mcp.harness.serve.channel import Answer, MoveChannel
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.tool_listing import ToolListing
+from tau_mcp.servers.engine.variants import Variant
+from tau_mcp.servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
+from tau_mcp.servers.mcp_listing import tool_title
+from tau_mcp.servers.mcp_tools import tool_annotations
 
 SEND_MESSAGE = "send_message_to_user"
 SEND_MESSAGE_DESCRIPTION = (
@@ -140,7 +140,7 @@ def build_simulation_mcp(
     resolve_policy: PolicyResolver | None = None,
 ) -> FastMCP:
     """One server for every simulation of the domain; the policy is its instructions, the agent
-    tools of `listing` (the serve surface's, `harness.serve.app.SIMULATION_ENDPOINT`) its moves.
+    tools of `listing` (the serve surface's, `tau_mcp.harness.serve.app.SIMULATION_ENDPOINT`) its moves.
     With a retrieval config (banking_knowledge), its policy; when that policy depends on the
     task, `resolve_policy` gives the one of the simulation a request is for."""
     per_task = variant is not None and variant.policy_per_task

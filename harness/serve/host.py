@@ -10,11 +10,11 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
-from harness.serve.app import create_serve_app
-from harness.serve.simulation import SimulationHub
-from servers.guards import allowed_hosts_for
-from servers.http_server import ConnectionPolicy, bind_socket, uvicorn_server
-from servers.http_stack import HttpGuards
+from tau_mcp.harness.serve.app import create_serve_app
+from tau_mcp.harness.serve.simulation import SimulationHub
+from tau_mcp.servers.guards import allowed_hosts_for
+from tau_mcp.servers.http_server import ConnectionPolicy, bind_socket, uvicorn_server
+from tau_mcp.servers.http_stack import HttpGuards
 
 if TYPE_CHECKING:
     import uvicorn

@@ -22,18 +22,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conversation.messages import dump_message, now
-from grading import Grader
-from harness.backends import EpisodeBackend
-from harness.config import RunConfig, trial_seed
-from harness.metrics import INFRA
-from harness.orchestrator import Orchestrator, Termination
-from harness.results import ResultsError, ResultsFile, load_results
-from harness.runner import keep_finished
-from harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
-from harness.simulate import SimulationRunner
-from servers.engine.domain import Domain
-from servers.engine.tasks import Task
+from tau_mcp.conversation.messages import dump_message, now
+from tau_mcp.grading import Grader
+from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.harness.config import RunConfig, trial_seed
+from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.orchestrator import Orchestrator, Termination
+from tau_mcp.harness.results import ResultsError, ResultsFile, load_results
+from tau_mcp.harness.runner import keep_finished
+from tau_mcp.harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.tasks import Task
 
 
 def serve_config(config: RunConfig) -> RunConfig:
@@ -102,7 +102,7 @@ class Simulation:
             return "ended"
         orchestrator = self.channel.orchestrator
         if orchestrator is not None and orchestrator.done:
-            return "grading"
+            return "tau_mcp.grading"
         return "open" if self.channel.moves == 0 else "running"
 
     def start(self, on_finished=None) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from servers.engine.data import resolve_data_dir
-from servers.engine.domain import Domain, DomainSpec
-from servers.engine.errors import UnknownDomain
+from tau_mcp.servers.engine.data import resolve_data_dir
+from tau_mcp.servers.engine.domain import Domain, DomainSpec
+from tau_mcp.servers.engine.errors import UnknownDomain
 
 DOMAIN_NAMES = (
     "mock",
@@ -23,7 +23,7 @@ def domain_spec(name: str) -> DomainSpec:
     if name not in DOMAIN_NAMES:
         raise UnknownDomain(f"unknown domain '{name}' (known: {', '.join(DOMAIN_NAMES)})")
     # A domain's package is its name as a Python identifier (telecom-workflow: telecom_workflow).
-    module = importlib.import_module(f"servers.domains.{name.replace('-', '_')}")
+    module = importlib.import_module(f"tau_mcp.servers.domains.{name.replace('-', '_')}")
     return module.SPEC
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from servers.engine.canonical import canonical_fragment, key_json
+from tau_mcp.servers.engine.canonical import canonical_fragment, key_json
 
 # The running sha256 state of the base text is saved every this many bytes; an edited text is
 # hashed from the last saved state before its first change instead of from the start.

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from servers.engine.canonical_doc import (
+from tau_mcp.servers.engine.canonical_doc import (
     RECORDS,
     VALUE,
     CanonicalDoc,
@@ -35,7 +35,7 @@ from servers.engine.canonical_doc import (
     build_doc,
     fragment_bytes,
 )
-from servers.engine.lru import LruCache
+from tau_mcp.servers.engine.lru import LruCache
 
 # Distinct episode states whose hash is remembered per base (the gold state and the runs that
 # reach it, trials of one task...), and the largest total of changed fragments worth keeping.

@@ -10,18 +10,18 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from servers.engine.errors import DataError
+from tau_mcp.servers.engine.errors import DataError
 
 ENV_VAR = "TAU2_DATA_DIR"
 
 
 def bundled(name: str) -> Path:
     """A file or folder of tau-mcp's own `data/` folder (the pin list, the demo set). It is
-    installed as the package `tau_mcp_data`, so it is found the same way from a wheel in
+    installed as the package `tau_mcp.data`, so it is found the same way from a wheel in
     site-packages, an editable install or a checkout; a checkout used without installing
     (modules on `sys.path` only) falls back to the folder beside the packages."""
     try:
-        root = Path(str(files("tau_mcp_data")))
+        root = Path(str(files("tau_mcp.data")))
     except ModuleNotFoundError:
         root = Path(__file__).resolve().parents[2] / "data"
     return root.resolve() / name
@@ -32,7 +32,7 @@ PINS_FILE = bundled("reference_pins.json")
 
 
 def load_pins(path: Path = PINS_FILE) -> dict[str, Any]:
-    """The pin list of the reference release (`servers.engine.pins` checks a folder against it)."""
+    """The pin list of the reference release (`tau_mcp.servers.engine.pins` checks a folder against it)."""
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:

@@ -19,13 +19,13 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from servers.engine import data as datafiles
-from servers.engine.cow import BaseState
-from servers.engine.errors import DataError, EngineError, UnknownTask, UnknownTaskSet
-from servers.engine.starts import StartCache
-from servers.engine.tasks import Task
-from servers.engine.toolkit import Toolkit
-from servers.engine.variants import Variant, VariantCatalog, VariantError
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.cow import BaseState
+from tau_mcp.servers.engine.errors import DataError, EngineError, UnknownTask, UnknownTaskSet
+from tau_mcp.servers.engine.starts import StartCache
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.engine.toolkit import Toolkit
+from tau_mcp.servers.engine.variants import Variant, VariantCatalog, VariantError
 
 
 class EpisodeView(Protocol):

@@ -12,17 +12,22 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from servers.engine import call_context
-from servers.engine.canonical import canonical_hash
-from servers.engine.cow import CowDB
-from servers.engine.domain import Domain
-from servers.engine.errors import EpisodeExists, InitialStateError, UnknownDomain, UnknownEpisode
-from servers.engine.ids import check_episode_id
-from servers.engine.render import parse_output, render_error, render_result
-from servers.engine.starts import freeze, thaw
-from servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
-from servers.engine.toolkit import Toolkit
-from servers.engine.variants import Variant
+from tau_mcp.servers.engine import call_context
+from tau_mcp.servers.engine.canonical import canonical_hash
+from tau_mcp.servers.engine.cow import CowDB
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import (
+    EpisodeExists,
+    InitialStateError,
+    UnknownDomain,
+    UnknownEpisode,
+)
+from tau_mcp.servers.engine.ids import check_episode_id
+from tau_mcp.servers.engine.render import parse_output, render_error, render_result
+from tau_mcp.servers.engine.starts import freeze, thaw
+from tau_mcp.servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
+from tau_mcp.servers.engine.toolkit import Toolkit
+from tau_mcp.servers.engine.variants import Variant
 
 Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from servers.engine.errors import EngineError
+from tau_mcp.servers.engine.errors import EngineError
 
 MAX_EPISODE_ID = 128
 # Starts with a letter or digit, so `.`, `..` and dot-files (which clients and proxies normalise

@@ -3,7 +3,7 @@
 The pin list (`data/reference_pins.json`) names every data file with its sha256. A few files of
 the shared copy were rebuilt from the same records, so for them we check what they contain
 (record counts, task ids) instead of their bytes. The reference texts (`tau2/reference_texts/`) are not in
-the release: they are generated from it (see `harness.reference_texts`). Their notes are ours, so
+the release: they are generated from it (see `tau_mcp.harness.reference_texts`). Their notes are ours, so
 they carry content pins: the sha256 of the values at the listed JSON paths, which the shared copy
 and a freshly generated folder both meet.
 """
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servers.engine.data import default_cache_dir, load_pins
-from servers.engine.errors import DataError
+from tau_mcp.servers.engine.data import default_cache_dir, load_pins
+from tau_mcp.servers.engine.errors import DataError
 
 ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/{commit}"
 

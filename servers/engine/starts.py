@@ -20,9 +20,9 @@ import pickle
 from contextvars import ContextVar
 from typing import Any
 
-from servers.engine.cow import CowDict
-from servers.engine.lru import LruCache
-from servers.engine.tasks import Task
+from tau_mcp.servers.engine.cow import CowDict
+from tau_mcp.servers.engine.lru import LruCache
+from tau_mcp.servers.engine.tasks import Task
 
 # A pickled telecom start is about 10 KB.
 START_CACHE_ENTRIES = 1024

@@ -24,10 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from servers.engine import data as datafiles
-from servers.engine.domain import Domain
-from servers.engine.errors import DataError
-from servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.toolkit import ToolSpec
 
 log = logging.getLogger("tau.engine")
 

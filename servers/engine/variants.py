@@ -19,9 +19,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from servers.engine.errors import EngineError
-from servers.engine.tasks import Task
-from servers.engine.toolkit import Toolkit, ToolSpec
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.engine.toolkit import Toolkit, ToolSpec
 
 # What surfaces call a variant's name and options (the reference's flags, banking_knowledge's
 # `--retrieval-config` and `--retrieval-config-kwargs`, and the HTTP contract's body fields).

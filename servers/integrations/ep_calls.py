@@ -1,6 +1,6 @@
 """The Eval Protocol path's call log: a FastMCP middleware that notes every agent tool call.
 
-Apart from `servers.integrations.ep_grade` (which reads the log) because it needs FastMCP, which
+Apart from `tau_mcp.servers.integrations.ep_grade` (which reads the log) because it needs FastMCP, which
 the server imports only when it builds an MCP app.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from servers.engine.errors import EngineError
-from servers.integrations.ep_grade import note_call
+from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.integrations.ep_grade import note_call
 
 
 class RecordToolCalls(Middleware):

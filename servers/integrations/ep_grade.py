@@ -15,11 +15,11 @@ import math
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from servers.engine.domain import Domain
-from servers.engine.episode import Episode
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.episode import Episode
 
 if TYPE_CHECKING:
-    from grading import Grader
+    from tau_mcp.grading import Grader
 
 SERVER_BASES = ("DB", "ENV_ASSERTION", "ACTION")
 
@@ -35,7 +35,7 @@ def session_calls(episode: Episode) -> list[tuple[str, dict[str, Any]]]:
 
 
 def note_call(episode: Episode, name: str, arguments: dict[str, Any]) -> None:
-    """Log one tool call made on an EP episode (see `servers.integrations.ep_calls`)."""
+    """Log one tool call made on an EP episode (see `tau_mcp.servers.integrations.ep_calls`)."""
     _CALLS.setdefault(episode, []).append((name, arguments))
 
 
@@ -68,7 +68,7 @@ class SessionGrader:
         self._graders: weakref.WeakKeyDictionary[Domain, Grader] = weakref.WeakKeyDictionary()
 
     def _grader(self, domain: Domain) -> Grader:
-        from grading import Grader  # with the first grade: the server starts without it
+        from tau_mcp.grading import Grader  # with the first grade: the server starts without it
 
         grader = self._graders.get(domain)
         if grader is None:
@@ -81,7 +81,7 @@ class SessionGrader:
         task = episode.task
         if task is None:
             return None
-        from conversation.messages import ChatMessage, ToolCall, history_messages
+        from tau_mcp.conversation.messages import ChatMessage, ToolCall, history_messages
 
         messages = history_messages(task)
         calls = session_calls(episode)

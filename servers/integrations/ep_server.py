@@ -23,7 +23,7 @@ import sys
 
 def _has_tau_mcp() -> bool:
     try:
-        from servers.integrations import ep_stock  # noqa: F401
+        from tau_mcp.servers.integrations import ep_stock  # noqa: F401
     except Exception:  # noqa: BLE001 - any failure means "not this interpreter"
         return False
     return True
@@ -36,12 +36,12 @@ def main() -> None:
         os.environ["TAU2_DATA_DIR"] = data  # for tau-mcp only: this process runs nothing else
     explicit = os.environ.get("TAU_MCP_PYTHON")
     if explicit:
-        os.execv(explicit, [explicit, "-m", "servers.integrations.ep_stock", *args])
+        os.execv(explicit, [explicit, "-m", "tau_mcp.servers.integrations.ep_stock", *args])
     here = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0]) == here:
         sys.path.pop(0)  # run as a script: this folder's modules are not top-level modules
     if _has_tau_mcp():
-        from servers.integrations.ep_stock import main as serve
+        from tau_mcp.servers.integrations.ep_stock import main as serve
 
         sys.exit(serve(args))
     tau_server = shutil.which("tau-server")

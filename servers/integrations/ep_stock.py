@@ -17,8 +17,8 @@ import sys
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from servers.engine.domain import Domain
-from servers.surfaces import ShownTool, View, register_surface
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.surfaces import ShownTool, View, register_surface
 
 EP_DEFAULT_PORT = 8000  # what EP's own server script defaults to without --port or $PORT
 
@@ -44,8 +44,8 @@ async def _shown_by_stock_script(
 ) -> list[ShownTool]:
     """`tools/list` at `/mcp/` of the app this script serves, as EP's client connects, to a
     session whose row config names the retrieval config `variant`."""
-    from servers.engine.variants import NAME_OPTION
-    from servers.mcp_probe import PROBE_HOST, listed_tools_as_ep, running
+    from tau_mcp.servers.engine.variants import NAME_OPTION
+    from tau_mcp.servers.mcp_probe import PROBE_HOST, listed_tools_as_ep, running
 
     app = build_app(domain.name, str(domain.data_dir), allow_hosts=(PROBE_HOST,))
     async with running(app.app):
@@ -102,10 +102,10 @@ def build_app(
 ) -> OneDomainPaths:
     """The one-domain app; bad data or an unknown domain fails here with one sentence. It keeps
     the server's Host/Origin rules: loopback names, plus `allow_hosts`."""
-    from servers.app import ServerSettings, TauServer
-    from servers.auth import token_from_env
-    from servers.domains.registry import load_domains
-    from servers.guards import LOOPBACK_HOSTS
+    from tau_mcp.servers.app import ServerSettings, TauServer
+    from tau_mcp.servers.auth import token_from_env
+    from tau_mcp.servers.domains.registry import load_domains
+    from tau_mcp.servers.guards import LOOPBACK_HOSTS
 
     domains = load_domains([domain], data_dir)
     domains[domain].warm()
@@ -140,8 +140,8 @@ def config_text() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the server until stopped, with tau-server's connection policy; 2 with one sentence
     on stderr for bad input."""
-    from servers.engine.errors import EngineError
-    from servers.http_server import BindError, ConnectionPolicy, bind_socket, run
+    from tau_mcp.servers.engine.errors import EngineError
+    from tau_mcp.servers.http_server import BindError, ConnectionPolicy, bind_socket, run
 
     args = build_parser().parse_args(argv)
     if args.transport != "streamable-http":

@@ -1,7 +1,7 @@
 """A kind of retrieval backend (how to build it, what it needs from the machine) and the table
 of registered kinds, with the backends built from them.
 
-`servers.knowledge.registry` registers the offline kinds and imports `servers.knowledge.kinds`
+`tau_mcp.servers.knowledge.registry` registers the offline kinds and imports `tau_mcp.servers.knowledge.kinds`
 (network and shell), so whoever resolves a configuration imports the registry and finds every kind.
 Backends are built once per (kind, parameters, knowledge base) and shared by every episode.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from servers.knowledge.documents import KnowledgeBase
+from tau_mcp.servers.knowledge.documents import KnowledgeBase
 
 Role = Literal["retriever", "postprocessor", "tool"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from servers.knowledge.documents import KnowledgeBase
+from tau_mcp.servers.knowledge.documents import KnowledgeBase
 
 
 def tokenize(text: str) -> list[str]:

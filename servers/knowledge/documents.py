@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from servers.engine.errors import DataError
+from tau_mcp.servers.engine.errors import DataError
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from servers.knowledge import model_calls
+from tau_mcp.servers.knowledge import model_calls
 
 BLANK_QUERY = "Empty or missing input for key 'query': cannot generate embedding from blank text."
 _QUERY_MEMO_SIZE = 4096
@@ -77,7 +77,7 @@ class Embedder:
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
         """One request for `texts`; rows in the same order, as float64."""
-        from conversation.llm import litellm_module
+        from tau_mcp.conversation.llm import litellm_module
 
         litellm = litellm_module()
         kwargs: dict[str, Any] = {"timeout": self.timeout, "num_retries": self.num_retries}

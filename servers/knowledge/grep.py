@@ -28,8 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from servers.engine.lru import LruCache
-from servers.knowledge.documents import KnowledgeBase
+from tau_mcp.servers.engine.lru import LruCache
+from tau_mcp.servers.knowledge.documents import KnowledgeBase
 
 try:  # the parser `re` itself uses; without it every pattern scans every document
     from re import _constants as _sre_c

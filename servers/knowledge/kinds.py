@@ -1,5 +1,5 @@
 """The backend kinds that need a network or a shell: embedding retrievers, the pointwise LLM
-reranker and the shell sandbox, registered in `servers.knowledge.backends`
+reranker and the shell sandbox, registered in `tau_mcp.servers.knowledge.backends`
 (the registry imports this module, so every kind is there when a configuration is resolved).
 
 Each kind says what it needs from the machine, so a configuration that uses it is refused in
@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from servers.engine.call_context import current_episode
-from servers.knowledge.backends import BackendKind, Requirement, env_var, register
-from servers.knowledge.documents import KnowledgeBase
+from tau_mcp.servers.engine.call_context import current_episode
+from tau_mcp.servers.knowledge.backends import BackendKind, Requirement, env_var, register
+from tau_mcp.servers.knowledge.documents import KnowledgeBase
 
 TEXTS_WHERE = "tau2/reference_texts/banking_knowledge.json, retrieval_model_texts"
 
@@ -42,8 +42,8 @@ class ShellBackend:
     shared by every episode, or a writable one per episode."""
 
     def __init__(self, base: KnowledgeBase, allow_writes: bool, file_format: str) -> None:
-        from servers.knowledge.kb_files import FOLDERS
-        from servers.knowledge.shell import ShellWorkspace
+        from tau_mcp.servers.knowledge.kb_files import FOLDERS
+        from tau_mcp.servers.knowledge.shell import ShellWorkspace
 
         self.allow_writes = allow_writes
         self.folder: Path = base.index(
@@ -52,7 +52,7 @@ class ShellBackend:
         self._shared = None if allow_writes else ShellWorkspace(self.folder)
 
     def workspace(self) -> Any:
-        from servers.knowledge.shell import ShellWorkspace
+        from tau_mcp.servers.knowledge.shell import ShellWorkspace
 
         if self._shared is not None:
             return self._shared
@@ -68,7 +68,7 @@ class ShellBackend:
 
 
 def _shell_requirements(params: Mapping[str, Any]) -> list[Requirement]:
-    from servers.knowledge.sandbox import sandbox_problem
+    from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 
     problem = sandbox_problem()
     if problem is not None:
@@ -80,7 +80,7 @@ def _shell_requirements(params: Mapping[str, Any]) -> list[Requirement]:
 
 
 def _embedding_requirements(params: Mapping[str, Any]) -> list[Requirement]:
-    from servers.knowledge.embeddings import KEY_ENV, needs_query_prefix
+    from tau_mcp.servers.knowledge.embeddings import KEY_ENV, needs_query_prefix
 
     kind, model = params.get("embedder_type") or "openai", params.get("embedder_model") or ""
     if kind not in KEY_ENV:
@@ -98,7 +98,7 @@ def _embedding_requirements(params: Mapping[str, Any]) -> list[Requirement]:
 
 
 def _build_dense(base: KnowledgeBase, params: Mapping[str, Any]) -> Any:
-    from servers.knowledge.embeddings import DenseIndex, DenseRetriever, reference_embedder
+    from tau_mcp.servers.knowledge.embeddings import DenseIndex, DenseRetriever, reference_embedder
 
     embedder = reference_embedder(
         params.get("embedder_type") or "openai",
@@ -128,7 +128,7 @@ def _placeholders(template: str) -> int | None:
 
 
 def _reranker_model(params: Mapping[str, Any]) -> str:
-    from servers.knowledge.rerank import DEFAULT_MODEL
+    from tau_mcp.servers.knowledge.rerank import DEFAULT_MODEL
 
     return params.get("model") or DEFAULT_MODEL
 
@@ -154,7 +154,7 @@ def _reranker_requirements(params: Mapping[str, Any]) -> list[Requirement]:
 
 
 def _build_reranker(base: KnowledgeBase, params: Mapping[str, Any]) -> Any:
-    from servers.knowledge.rerank import PointwiseReranker
+    from tau_mcp.servers.knowledge.rerank import PointwiseReranker
 
     def content(doc_id: str) -> str | None:
         doc = base.by_id.get(doc_id)

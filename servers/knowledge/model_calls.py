@@ -17,7 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from servers.engine import call_context
+from tau_mcp.servers.engine import call_context
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ Backends are built once per (kind, parameters, knowledge base) and shared by eve
 from __future__ import annotations
 
 # The kinds that need a network or a shell register themselves (embedding, reranker, shell).
-from servers.knowledge import kinds as _kinds  # noqa: F401
-from servers.knowledge.backends import (
+from tau_mcp.servers.knowledge import kinds as _kinds  # noqa: F401
+from tau_mcp.servers.knowledge.backends import (
     BackendKind,
     Requirement,
     Role,
@@ -25,8 +25,8 @@ from servers.knowledge.backends import (
     missing,
     register,
 )
-from servers.knowledge.documents import KnowledgeBase
-from servers.knowledge.pipeline import Results
+from tau_mcp.servers.knowledge.documents import KnowledgeBase
+from tau_mcp.servers.knowledge.pipeline import Results
 
 __all__ = [
     "BackendKind",
@@ -48,7 +48,7 @@ __all__ = [
 
 class BM25Retriever:
     def __init__(self, base: KnowledgeBase, top_k: int) -> None:
-        from servers.knowledge.bm25 import BM25Index
+        from tau_mcp.servers.knowledge.bm25 import BM25Index
 
         self.index = base.index("bm25", BM25Index)
         self.top_k = top_k
@@ -59,7 +59,7 @@ class BM25Retriever:
 
 class GrepRetriever:
     def __init__(self, base: KnowledgeBase, top_k: int, case_sensitive: bool) -> None:
-        from servers.knowledge.grep import GrepIndex
+        from tau_mcp.servers.knowledge.grep import GrepIndex
 
         self.index = base.index("grep", GrepIndex)
         self.top_k = top_k

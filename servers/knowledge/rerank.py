@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from servers.knowledge import model_calls
+from tau_mcp.servers.knowledge import model_calls
 
 log = logging.getLogger(__name__)
 DEFAULT_MODEL = "gpt-5.2"  # when neither the data (retrieval_model_texts) nor the kwargs name one
@@ -91,7 +91,7 @@ class PointwiseReranker:
         return kwargs
 
     async def _rate(self, semaphore: asyncio.Semaphore, query: str, passage: str) -> int | None:
-        from conversation.llm import litellm_module
+        from tau_mcp.conversation.llm import litellm_module
 
         litellm = litellm_module()
         async with semaphore:

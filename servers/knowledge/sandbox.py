@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from servers.knowledge.kb_files import FOLDERS, default_parent
+from tau_mcp.servers.knowledge.kb_files import FOLDERS, default_parent
 
 #: Where the folder appears inside the sandbox (and `HOME` there).
 SANDBOX_DIR = "/knowledge_base"

@@ -29,8 +29,8 @@ import re
 import threading
 from pathlib import Path
 
-from servers.knowledge.kb_files import FOLDERS, ProcessFolders, remove_tree
-from servers.knowledge.sandbox import Completed, Limits, Sandbox, workspace_owner
+from tau_mcp.servers.knowledge.kb_files import FOLDERS, ProcessFolders, remove_tree
+from tau_mcp.servers.knowledge.sandbox import Completed, Limits, Sandbox, workspace_owner
 
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 _DOUBLE_QUOTED = re.compile(r'"[^"]*"')

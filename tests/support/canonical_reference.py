@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from servers.engine.canonical import canonical_json, key_json
-from servers.engine.cow import CowDB, CowDict
+from tau_mcp.servers.engine.canonical import canonical_json, key_json
+from tau_mcp.servers.engine.cow import CowDB, CowDict
 
 
 def _canonical_or_none(value: Any) -> str | None:

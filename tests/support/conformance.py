@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from servers.engine.render import parse_output
+from tau_mcp.servers.engine.render import parse_output
 from tests.support.data import CONFORMANCE_DIR, DATA_DIR, ROOT, missing
 
 __all__ = ["CONFORMANCE_DIR", "DATA_DIR", "ROOT"]

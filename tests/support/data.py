@@ -50,7 +50,7 @@ def missing(*what: str) -> str | None:
         return f"reference data not found at {DATA_DIR} (set TAU2_DATA_DIR)"
     for need in what:
         if need not in KINDS:  # a domain's name
-            if importlib.util.find_spec(f"servers.domains.{need}") is None:
+            if importlib.util.find_spec(f"tau_mcp.servers.domains.{need}") is None:
                 return f"the {need} engine package (servers/domains/{need}) is not there yet"
             if not (DATA_DIR / "tau2" / "domains" / need).is_dir():
                 return f"no {need} data under {DATA_DIR}"

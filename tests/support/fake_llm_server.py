@@ -78,7 +78,7 @@ class FakeLLMServer:
         self, domain: str, task_id: str, agent_model: str, user_model: str, **extra: Any
     ):
         """A run of the `llm` agent and the `llm` user, both answered by this server."""
-        from harness.config import RunConfig
+        from tau_mcp.harness.config import RunConfig
 
         settings: dict[str, Any] = {
             "agent": "llm",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections import deque
 
-from conversation.plan import describe, gold_actions
-from harness.agents import AgentContext, OracleAgent
+from tau_mcp.conversation.plan import describe, gold_actions
+from tau_mcp.harness.agents import AgentContext, OracleAgent
 
 CLOSING = "Everything is done on my side. Thank you for contacting us, goodbye."
 

@@ -15,7 +15,7 @@ def domain_available(name: str) -> str | None:
 
 def load(name: str, data_dir: Path = DATA_DIR):
     """A domain on the reference data (or on `data_dir`, say DEMO_DIR)."""
-    from servers.domains.registry import load_domains
+    from tau_mcp.servers.domains.registry import load_domains
 
     return load_domains([name], data_dir)[name]
 
@@ -23,7 +23,7 @@ def load(name: str, data_dir: Path = DATA_DIR):
 @asynccontextmanager
 async def mcp_backend(*domains):
     """The real server app, in-process, reached over MCP with no socket."""
-    from harness.backends.http import in_process_backend
+    from tau_mcp.harness.backends.http import in_process_backend
 
     backend = await in_process_backend({d.name: d for d in domains})
     try:

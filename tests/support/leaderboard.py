@@ -41,7 +41,7 @@ cli = CliRunner()
 
 
 def invoke(*args: str, input: str | None = None):
-    from harness.cli import app
+    from tau_mcp.harness.cli import app
 
     return cli.invoke(app, [str(a) for a in args], input=input)
 

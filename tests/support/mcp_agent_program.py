@@ -23,8 +23,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conversation.plan import describe, gold_actions  # noqa: E402
-from harness.orchestrator import GREETING  # noqa: E402
+from tau_mcp.conversation.plan import describe, gold_actions  # noqa: E402
+from tau_mcp.harness.orchestrator import GREETING  # noqa: E402
 
 # (tool name, arguments) -> (result text, isError)
 Call = Callable[[str, dict], Awaitable[tuple[str, bool]]]
@@ -88,7 +88,7 @@ async def _main() -> int:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from servers.domains.registry import load_domains
+    from tau_mcp.servers.domains.registry import load_domains
 
     prompt = Path(os.environ["TAU_AGENT_PROMPT_FILE"]).read_text(encoding="utf-8")
     if "policy" not in prompt.lower():

@@ -17,9 +17,9 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.utilities.asgi_transport import StreamingASGITransport
 
-from servers.app import ServerSettings, create_app
-from servers.domains.registry import load_domains
-from servers.guards import LOOPBACK_HOSTS
+from tau_mcp.servers.app import ServerSettings, create_app
+from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tests.support.data import DATA_DIR, DEMO_DIR
 
 ORIGIN = "http://testserver"

@@ -3,7 +3,7 @@
 Importing this package registers both ids. The `gym` extra also declares the `gymnasium.envs`
 entry point, which Gymnasium releases that load plugins (0.26 to 0.29) call on
 `import gymnasium`; Gymnasium 1.x no longer loads plugins, so there either import this package
-or name it in the id: `gymnasium.make("harness.integrations.gym:tau-mcp/Agent-v0", ...)`.
+or name it in the id: `gymnasium.make("tau_mcp.harness.integrations.gym:tau-mcp/Agent-v0", ...)`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ def register_envs() -> None:
     from gymnasium.envs.registration import register, registry
 
     entries = {
-        AGENT_ENV_ID: "harness.integrations.gym.envs:AgentEnv",
-        USER_ENV_ID: "harness.integrations.gym.envs:UserEnv",
+        AGENT_ENV_ID: "tau_mcp.harness.integrations.gym.envs:AgentEnv",
+        USER_ENV_ID: "tau_mcp.harness.integrations.gym.envs:UserEnv",
     }
     for env_id, entry_point in entries.items():
         if env_id not in registry:

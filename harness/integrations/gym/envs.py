@@ -2,7 +2,7 @@
 
 The Gym API is synchronous; the harness is async. Each environment therefore owns a private
 event loop on its own thread, and `reset`/`step` hand coroutines to it and wait. The episode
-logic itself is `harness.integrations.stepwise` (the orchestrator, simulators and grader of
+logic itself is `tau_mcp.harness.integrations.stepwise` (the orchestrator, simulators and grader of
 `tau-harness run`).
 """
 
@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 import gymnasium as gym
 import numpy as np
 
-from conversation.llm import DEFAULT_LLM
-from harness.agents.llm_agent import DONE_TOOL
-from harness.integrations.actions import ActionError, observation_text, parse_action
-from harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
-from harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
-from servers.engine.domain import Domain
-from servers.surfaces import ShownTool, View, from_openai, register_surface
+from tau_mcp.conversation.llm import DEFAULT_LLM
+from tau_mcp.harness.agents.llm_agent import DONE_TOOL
+from tau_mcp.harness.integrations.actions import ActionError, observation_text, parse_action
+from tau_mcp.harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.surfaces import ShownTool, View, from_openai, register_surface
 
 T = TypeVar("T")
 CLOSE_TIMEOUT = 30.0  # seconds for closing: an unreachable server must not hang the caller
@@ -359,7 +359,7 @@ class UserEnv(_TauEnv):
 
 
 def _tools_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
-    from harness.surface_probes import probe_task
+    from tau_mcp.harness.surface_probes import probe_task
 
     if view == "solo" and not domain.supports_solo:
         return None

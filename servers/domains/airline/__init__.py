@@ -1,8 +1,8 @@
 """The airline domain: flights, users and their reservations; the user has no tools."""
 
-from servers.domains.airline.agent_tools import AirlineTools
-from servers.domains.airline.models import FlightDB
-from servers.engine.domain import DomainSpec
+from tau_mcp.servers.domains.airline.agent_tools import AirlineTools
+from tau_mcp.servers.domains.airline.models import FlightDB
+from tau_mcp.servers.engine.domain import DomainSpec
 
 SPEC = DomainSpec(
     name="airline",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Any
 
-from servers.domains.airline.airports import airport_codes
-from servers.domains.airline.models import (
+from tau_mcp.servers.domains.airline.airports import airport_codes
+from tau_mcp.servers.domains.airline.models import (
     AirportCode,
     CabinClass,
     Certificate,
@@ -28,7 +28,7 @@ from servers.domains.airline.models import (
     ReservationFlight,
     User,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, tool
 
 # Ids handed out to new records: the benchmark assumes at most three of each per task.
 NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")

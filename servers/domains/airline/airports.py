@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from servers.domains.airline.models import AirportCode
+from tau_mcp.servers.domains.airline.models import AirportCode
 
 SERVED_AIRPORTS: tuple[tuple[str, str], ...] = (
     ("SFO", "San Francisco"),

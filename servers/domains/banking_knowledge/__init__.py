@@ -8,12 +8,12 @@ from tasks.json). Retrieval tools (KB_search, grep, ...) are not part of the dom
 an episode's retrieval config (retrieval/) adds them to its agent toolkit (`Toolkit.add_tools`).
 """
 
-from servers.domains.banking_knowledge.agent_tools import KnowledgeTools
-from servers.domains.banking_knowledge.models import TransactionalDB
-from servers.domains.banking_knowledge.policy import POLICY_FILES, compose
-from servers.domains.banking_knowledge.retrieval import BankingVariants
-from servers.domains.banking_knowledge.user_tools import KnowledgeUserTools
-from servers.engine.domain import DomainSpec
+from tau_mcp.servers.domains.banking_knowledge.agent_tools import KnowledgeTools
+from tau_mcp.servers.domains.banking_knowledge.models import TransactionalDB
+from tau_mcp.servers.domains.banking_knowledge.policy import POLICY_FILES, compose
+from tau_mcp.servers.domains.banking_knowledge.retrieval import BankingVariants
+from tau_mcp.servers.domains.banking_knowledge.user_tools import KnowledgeUserTools
+from tau_mcp.servers.engine.domain import DomainSpec
 
 SPEC = DomainSpec(
     name="banking_knowledge",

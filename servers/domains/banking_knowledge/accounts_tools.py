@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from servers.domains.banking_knowledge import records
-from servers.domains.banking_knowledge.clock import NOW, TODAY
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
-from servers.domains.banking_knowledge.ids import hex_id
-from servers.domains.banking_knowledge.texts import missing
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge import records
+from tau_mcp.servers.domains.banking_knowledge.clock import NOW, TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.ids import hex_id
+from tau_mcp.servers.domains.banking_knowledge.texts import missing
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 ACCOUNT_TYPES = ["checking", "savings", "business_checking", "business_savings"]
 PERSONAL_CHECKING = ["checking", "personal_checking"]

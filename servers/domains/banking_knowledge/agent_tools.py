@@ -10,18 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, get_args
 
-from servers.domains.banking_knowledge import ids, read_log, records
-from servers.domains.banking_knowledge.accounts_tools import BankAccountTools
-from servers.domains.banking_knowledge.card_security_tools import CardSecurityTools
-from servers.domains.banking_knowledge.clock import CURRENT_TIME, NOW
-from servers.domains.banking_knowledge.credit_card_tools import CreditCardTools
-from servers.domains.banking_knowledge.credit_limit_tools import CreditLimitTools
-from servers.domains.banking_knowledge.debit_card_tools import DebitCardTools
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, info, not_a_mapping
-from servers.domains.banking_knowledge.dispute_tools import DisputeTools
-from servers.domains.banking_knowledge.escalation_tools import EscalationTools
-from servers.domains.banking_knowledge.user_tools import KnowledgeUserTools
-from servers.engine.toolkit import EpisodeServices, ToolKind, Toolkit, tool
+from tau_mcp.servers.domains.banking_knowledge import ids, read_log, records
+from tau_mcp.servers.domains.banking_knowledge.accounts_tools import BankAccountTools
+from tau_mcp.servers.domains.banking_knowledge.card_security_tools import CardSecurityTools
+from tau_mcp.servers.domains.banking_knowledge.clock import CURRENT_TIME, NOW
+from tau_mcp.servers.domains.banking_knowledge.credit_card_tools import CreditCardTools
+from tau_mcp.servers.domains.banking_knowledge.credit_limit_tools import CreditLimitTools
+from tau_mcp.servers.domains.banking_knowledge.debit_card_tools import DebitCardTools
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, info, not_a_mapping
+from tau_mcp.servers.domains.banking_knowledge.dispute_tools import DisputeTools
+from tau_mcp.servers.domains.banking_knowledge.escalation_tools import EscalationTools
+from tau_mcp.servers.domains.banking_knowledge.user_tools import KnowledgeUserTools
+from tau_mcp.servers.engine.toolkit import EpisodeServices, ToolKind, Toolkit, tool
 
 TransferReason = Literal[
     "fraud_or_security_concern",

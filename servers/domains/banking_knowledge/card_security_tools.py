@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
-from servers.domains.banking_knowledge.pins import pin_problem
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.pins import pin_problem
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 ALERT_CLEAR_REASONS = ["customer_verified", "velocity_clear"]
 # Daily ATM limits (dollars) of cards with no limit of their own, by checking account level.

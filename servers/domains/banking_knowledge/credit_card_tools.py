@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from servers.domains.banking_knowledge import ids, records
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
-from servers.domains.banking_knowledge.texts import history, missing, shown_arguments, title
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge import ids, records
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.texts import history, missing, shown_arguments, title
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 REPLACEMENT_REASONS = ["fraud_suspected", "lost", "stolen", "damaged", "expired", "other"]
 CLOSURE_REASONS = [

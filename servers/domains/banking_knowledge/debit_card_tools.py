@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from servers.domains.banking_knowledge import ids, records
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
-from servers.domains.banking_knowledge.ids import hex_id
-from servers.domains.banking_knowledge.pins import pin_problem
-from servers.domains.banking_knowledge.texts import title
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge import ids, records
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.ids import hex_id
+from tau_mcp.servers.domains.banking_knowledge.pins import pin_problem
+from tau_mcp.servers.domains.banking_knowledge.texts import title
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 DELIVERY_TIMES = {
     "STANDARD": "7-10 business days",

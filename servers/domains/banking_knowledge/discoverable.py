@@ -23,8 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from servers.engine import data as datafiles
-from servers.engine.toolkit import ToolKind, ToolSpec, tool
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.toolkit import ToolKind, ToolSpec, tool
 
 AGENT_CLASS = "KnowledgeTools"
 USER_CLASS = "KnowledgeUserTools"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from servers.domains.banking_knowledge import ids, records
-from servers.domains.banking_knowledge.atm_images import IMAGES
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
-from servers.domains.banking_knowledge.texts import history, missing, title
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge import ids, records
+from tau_mcp.servers.domains.banking_knowledge.atm_images import IMAGES
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import AGENT_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.texts import history, missing, title
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 CREDIT_CARD_ACTIONS = ["keep_active", "cancel_and_reissue"]
 CREDIT_DISPUTE_REASONS = [

@@ -6,12 +6,12 @@ folder's reference texts (`discoverable.announced_result`), or our own words wit
 
 from __future__ import annotations
 
-from servers.domains.banking_knowledge.discoverable import (
+from tau_mcp.servers.domains.banking_knowledge.discoverable import (
     AGENT_CLASS,
     announced_result,
     discoverable,
 )
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 
 class EscalationTools:

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from servers.domains.banking_knowledge.models import TABLE_NAMES
+from tau_mcp.servers.domains.banking_knowledge.models import TABLE_NAMES
 
 # Text of an empty lookup; tools test for it (and for a wording no lookup produces, as the
 # reference does) to tell "nothing found" from a listing.

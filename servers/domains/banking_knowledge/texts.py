@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from servers.domains.banking_knowledge import records
+from tau_mcp.servers.domains.banking_knowledge import records
 
 
 def title(code: str) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from servers.domains.banking_knowledge import ids, records
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import USER_CLASS, discoverable
-from servers.domains.banking_knowledge.texts import shown_arguments
-from servers.engine.toolkit import ToolKind
+from tau_mcp.servers.domains.banking_knowledge import ids, records
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import USER_CLASS, discoverable
+from tau_mcp.servers.domains.banking_knowledge.texts import shown_arguments
+from tau_mcp.servers.engine.toolkit import ToolKind
 
 
 class UserDiscoverableTools:

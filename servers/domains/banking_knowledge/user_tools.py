@@ -10,12 +10,12 @@ import inspect
 import json
 from functools import cache
 
-from servers.domains.banking_knowledge import ids, records
-from servers.domains.banking_knowledge.clock import TODAY
-from servers.domains.banking_knowledge.discoverable import USER_CLASS, not_a_mapping
-from servers.domains.banking_knowledge.products import APPLICATION_CARDS, CARD_REWARDS
-from servers.domains.banking_knowledge.user_discoverable_tools import UserDiscoverableTools
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from tau_mcp.servers.domains.banking_knowledge import ids, records
+from tau_mcp.servers.domains.banking_knowledge.clock import TODAY
+from tau_mcp.servers.domains.banking_knowledge.discoverable import USER_CLASS, not_a_mapping
+from tau_mcp.servers.domains.banking_knowledge.products import APPLICATION_CARDS, CARD_REWARDS
+from tau_mcp.servers.domains.banking_knowledge.user_discoverable_tools import UserDiscoverableTools
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, tool
 
 
 class KnowledgeUserTools(UserDiscoverableTools, Toolkit):

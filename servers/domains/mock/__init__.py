@@ -1,9 +1,9 @@
 """The mock domain: users, their tasks, and a notification inbox on the user's side."""
 
-from servers.domains.mock.agent_tools import MockTools
-from servers.domains.mock.models import MockDB, MockUserDB
-from servers.domains.mock.user_tools import MockUserTools
-from servers.engine.domain import DomainSpec
+from tau_mcp.servers.domains.mock.agent_tools import MockTools
+from tau_mcp.servers.domains.mock.models import MockDB, MockUserDB
+from tau_mcp.servers.domains.mock.user_tools import MockUserTools
+from tau_mcp.servers.engine.domain import DomainSpec
 
 SPEC = DomainSpec(
     name="mock",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from servers.domains.mock.models import Task, TaskStatus, User
-from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
+from tau_mcp.servers.domains.mock.models import Task, TaskStatus, User
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 
 class MockTools(Toolkit):

@@ -1,8 +1,8 @@
 """The retail domain: an online store's customer service (orders, returns, exchanges)."""
 
-from servers.domains.retail.agent_tools import RetailTools
-from servers.domains.retail.models import RetailDB
-from servers.engine.domain import DomainSpec
+from tau_mcp.servers.domains.retail.agent_tools import RetailTools
+from tau_mcp.servers.domains.retail.models import RetailDB
+from tau_mcp.servers.engine.domain import DomainSpec
 
 # The reference has no user-side tools or user database for retail, and no solo-mode policy.
 SPEC = DomainSpec(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from servers.domains.retail.models import (
+from tau_mcp.servers.domains.retail.models import (
     GiftCard,
     Order,
     OrderPayment,
@@ -19,7 +19,7 @@ from servers.domains.retail.models import (
     UserAddress,
     Variant,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, tool
 
 _CANCEL_REASONS = frozenset({"no longer needed", "ordered by mistake"})
 _CALCULATOR_CHARS = "0123456789+-*/(). "

@@ -4,13 +4,13 @@ The agent works on the carrier's records (TelecomDB); the customer acts on their
 (TelecomUserDB). A sync step after every call keeps the two consistent.
 """
 
-from servers.domains.telecom.agent_tools import TelecomTools
-from servers.domains.telecom.hashing import hash_view
-from servers.domains.telecom.models import TelecomDB
-from servers.domains.telecom.sync import sync_phone_with_carrier
-from servers.domains.telecom.user_models import TelecomUserDB
-from servers.domains.telecom.user_tools import TelecomUserTools
-from servers.engine.domain import DomainSpec
+from tau_mcp.servers.domains.telecom.agent_tools import TelecomTools
+from tau_mcp.servers.domains.telecom.hashing import hash_view
+from tau_mcp.servers.domains.telecom.models import TelecomDB
+from tau_mcp.servers.domains.telecom.sync import sync_phone_with_carrier
+from tau_mcp.servers.domains.telecom.user_models import TelecomUserDB
+from tau_mcp.servers.domains.telecom.user_tools import TelecomUserTools
+from tau_mcp.servers.engine.domain import DomainSpec
 
 
 def tagged_policy(texts: list[str]) -> str:

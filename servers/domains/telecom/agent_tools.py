@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from servers.domains.telecom.clock import TODAY, first_of_next_month, last_of_month
-from servers.domains.telecom.models import (
+from tau_mcp.servers.domains.telecom.clock import TODAY, first_of_next_month, last_of_month
+from tau_mcp.servers.domains.telecom.models import (
     Bill,
     BillStatus,
     Customer,
@@ -20,7 +20,7 @@ from servers.domains.telecom.models import (
     LineStatus,
     Plan,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 
 class TelecomTools(Toolkit):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from servers.engine.domain import EpisodeView
+    from tau_mcp.servers.engine.domain import EpisodeView
 
 NEW_BILL_PREFIX = "B_NEW_"
 

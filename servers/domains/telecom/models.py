@@ -11,7 +11,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from servers.domains.telecom.clock import ACCOUNT_EPOCH
+from tau_mcp.servers.domains.telecom.clock import ACCOUNT_EPOCH
 
 
 class Strict(BaseModel):

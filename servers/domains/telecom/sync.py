@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from servers.domains.telecom.models import LineStatus
-from servers.domains.telecom.user_models import PaymentRequest
+from tau_mcp.servers.domains.telecom.models import LineStatus
+from tau_mcp.servers.domains.telecom.user_models import PaymentRequest
 
 if TYPE_CHECKING:
-    from servers.engine.domain import EpisodeView
+    from tau_mcp.servers.engine.domain import EpisodeView
 
 
 def sync_phone_with_carrier(episode: EpisodeView) -> None:

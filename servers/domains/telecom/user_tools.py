@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from servers.domains.telecom.user_models import (
+from tau_mcp.servers.domains.telecom.user_models import (
     APNNames,
     APNSettings,
     AppPermissions,
@@ -24,7 +24,7 @@ from servers.domains.telecom.user_models import (
     UserSurroundings,
     VpnDetails,
 )
-from servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, assertion, tool
 
 _SIGNAL_ICONS = {
     SignalStrength.NONE: "📵 No Signal",

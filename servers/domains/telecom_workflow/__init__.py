@@ -6,7 +6,7 @@ policy differs: the step-by-step workflow instead of the manual.
 
 import dataclasses
 
-from servers.domains.telecom import SPEC as TELECOM
+from tau_mcp.servers.domains.telecom import SPEC as TELECOM
 
 SPEC = dataclasses.replace(
     TELECOM,

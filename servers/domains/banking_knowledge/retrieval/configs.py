@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from servers.engine import data as datafiles
-from servers.engine.errors import DataError
-from servers.engine.variants import VariantError
-from servers.knowledge import registry
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.variants import VariantError
+from tau_mcp.servers.knowledge import registry
 
 TEXTS_FILE = Path("tau2") / "reference_texts" / "banking_knowledge.json"
 

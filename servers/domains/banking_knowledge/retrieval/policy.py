@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from servers.engine import data as datafiles
-from servers.engine.errors import DataError
-from servers.engine.lru import LruCache
-from servers.knowledge.documents import Document, KnowledgeBase
+from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.errors import DataError
+from tau_mcp.servers.engine.lru import LruCache
+from tau_mcp.servers.knowledge.documents import Document, KnowledgeBase
 
 COMPONENT = re.compile(r"\{\{component:(\w+)\}\}")
 FULL_KNOWLEDGE_BASE = re.compile(r"\{\{full_knowledge_base\}\}")

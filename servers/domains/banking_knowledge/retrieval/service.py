@@ -12,19 +12,19 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from servers.domains.banking_knowledge.retrieval.configs import (
+from tau_mcp.servers.domains.banking_knowledge.retrieval.configs import (
     RETRIEVAL_TOOLS,
     RetrievalCatalog,
     RetrievalConfig,
 )
-from servers.domains.banking_knowledge.retrieval.policy import PolicyComposer
-from servers.domains.banking_knowledge.retrieval.tools import toolkit_class
-from servers.engine.domain import Domain
-from servers.engine.tasks import Task
-from servers.engine.toolkit import ToolSpec
-from servers.knowledge import registry
-from servers.knowledge.documents import KnowledgeBase, load_knowledge_base
-from servers.knowledge.pipeline import Results, SearchPipeline, SearchTiming
+from tau_mcp.servers.domains.banking_knowledge.retrieval.policy import PolicyComposer
+from tau_mcp.servers.domains.banking_knowledge.retrieval.tools import toolkit_class
+from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.tasks import Task
+from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.knowledge import registry
+from tau_mcp.servers.knowledge.documents import KnowledgeBase, load_knowledge_base
+from tau_mcp.servers.knowledge.pipeline import Results, SearchPipeline, SearchTiming
 
 NO_DOCUMENTS = "No relevant documents found."
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from servers.engine.toolkit import ToolKind, Toolkit, tool
+from tau_mcp.servers.engine.toolkit import ToolKind, Toolkit, tool
 
 
 class RetrievalToolkit(Toolkit):
