@@ -183,7 +183,7 @@ def full_review_request(
             "user_instructions": render_scenario(prompts, inputs.task.user_scenario),
             "example_action_trajectory": render_actions(texts, inputs.task),
             "natural_language_assertions": render_assertions(inputs.task),
-            "tau_mcp.conversation": render_trajectory(texts, inputs.messages),
+            "conversation": render_trajectory(texts, inputs.messages),
         },
     )
     return [
@@ -201,7 +201,7 @@ def user_review_request(
         rules["user_prompt_template"],
         {
             "user_instructions": render_scenario(prompts, inputs.task.user_scenario),
-            "tau_mcp.conversation": render_trajectory(texts, user_visible(inputs.messages)),
+            "conversation": render_trajectory(texts, user_visible(inputs.messages)),
         },
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -210,7 +210,7 @@ def user_review_request(
 def auth_request(texts: ReviewTexts, messages: list[Any]) -> list[dict[str, str]]:
     rules = texts.section("auth_classifier")
     user = fill(
-        rules["user_prompt_template"], {"tau_mcp.conversation": render_trajectory(texts, messages)}
+        rules["user_prompt_template"], {"conversation": render_trajectory(texts, messages)}
     )
     return [
         {"role": "system", "content": rules["system_prompt"]},

@@ -392,7 +392,7 @@ def throughput(args: argparse.Namespace, model: InstantModel, env: dict[str, str
             f"  after the first model request: {steady:.2f} s, {sims / steady:.1f} simulations/s; "
             f"the instant model (this process) used {run.bench_cpu:.2f} s CPU meanwhile"
         )
-    who = "driver + workers" if args.workers > 1 else "tau_mcp.harness"
+    who = "driver + workers" if args.workers > 1 else "harness"
     print(
         f"  {who} CPU {run.cpu:.2f} s: {per_request:.2f} ms per model request all in "
         f"(goal <= {GOAL_CPU_MS} ms: {met})"

@@ -77,7 +77,7 @@ def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> N
         TAU_EP_API_KEY="fake-key",
         TAU_EP_OUT=str(out),
         TAU_EP_SERVER_SCRIPT=str(
-            Path(__file__).parents[1] / "tau_mcp.servers" / "integrations" / "ep_server.py"
+            Path(__file__).parents[1] / "servers" / "integrations" / "ep_server.py"
         ),
     )
     run = subprocess.run(

@@ -30,7 +30,7 @@ class FakeDist:
 def installed(monkeypatch, tmp_path):
     # as if the package ran from site-packages, not from this checkout
     monkeypatch.setattr(
-        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp.harness" / "x.py")
+        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp" / "harness" / "x.py")
     )
 
     def set_up(dist, prefix=None):
@@ -80,7 +80,7 @@ def test_a_source_tree_installs_itself_with_the_extra():
 
 def test_not_installed(monkeypatch, tmp_path):
     monkeypatch.setattr(
-        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp.harness" / "x.py")
+        install_hint, "__file__", str(tmp_path / "site" / "tau_mcp" / "harness" / "x.py")
     )
 
     def missing(name):

@@ -48,7 +48,8 @@ from tau_mcp.servers.surfaces import (
 from tests.support.server import DATA_DIR, InProcess, serving
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("tau_mcp.servers", "tau_mcp.harness", "tau_mcp.simulator", "tau_mcp.conversation")
+FOLDERS = ("servers", "harness", "simulator", "conversation")
+"""The code folders, imported as `tau_mcp.<folder>`."""
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
 LISTING_FUNCTIONS = ("tool_listing", "listing_for")
@@ -59,14 +60,14 @@ def _import_everything() -> dict[str, str]:
     """Import every module of the project (so every surface registers); returns the modules
     that need an optional extra not installed here, with the reason."""
     missing: dict[str, str] = {}
-    for package in PACKAGES:
-        for info in pkgutil.walk_packages([str(ROOT / package)], prefix=f"{package}."):
+    for folder in FOLDERS:
+        for info in pkgutil.walk_packages([str(ROOT / folder)], prefix=f"tau_mcp.{folder}."):
             if info.name.rsplit(".", 1)[-1] == "__main__":
                 continue
             try:
                 importlib.import_module(info.name)
             except ModuleNotFoundError as exc:
-                if (exc.name or "").split(".")[0] in PACKAGES:
+                if (exc.name or "").split(".")[0] == "tau_mcp":
                     raise
                 missing[info.name] = f"needs {exc.name}, not installed"
     return missing
@@ -171,8 +172,8 @@ def test_only_the_registry_reads_the_engine_listing() -> None:
     `listing_for`) but `servers/surfaces.py`: a surface gets its tools only through a
     registered `Surface`."""
     readers = []
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if not isinstance(node, ast.ImportFrom):

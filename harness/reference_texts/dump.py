@@ -1119,7 +1119,7 @@ def review_values(ref: Reference) -> dict[str, Any]:
             "user_instructions",
             "example_action_trajectory",
             "natural_language_assertions",
-            "tau_mcp.conversation",
+            "conversation",
             "user_guidelines",
             "model",
         )
@@ -1132,7 +1132,7 @@ def review_values(ref: Reference) -> dict[str, Any]:
             raise ValueError("a sentinel was left in a review prompt")
         return text
 
-    conversation = slot["tau_mcp.conversation"]
+    conversation = slot["conversation"]
     shown_as = classmethod(lambda cls, *args, **kwargs: conversation)
     guidelines = get_global_user_sim_guidelines()
     values: dict[str, Any] = {}

@@ -102,7 +102,7 @@ class Simulation:
             return "ended"
         orchestrator = self.channel.orchestrator
         if orchestrator is not None and orchestrator.done:
-            return "tau_mcp.grading"
+            return "grading"
         return "open" if self.channel.moves == 0 else "running"
 
     def start(self, on_finished=None) -> None:
