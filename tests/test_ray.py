@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -95,13 +94,13 @@ def test_bare_ray_flag_means_a_local_instance():
 
 
 def _ray_cli() -> list[str]:
-    """Ray's command line: its script beside this Python or on PATH, else its module (some
-    installs leave the console script out)."""
+    """Ray's command line for this Python: its script beside this Python, else its module
+    run by this Python (never another environment's `ray` on PATH, whose workers could not
+    import tau-mcp)."""
     exe = Path(sys.executable).with_name("ray")
     if exe.exists():
         return [str(exe)]
-    found = shutil.which("ray")
-    return [found] if found else [sys.executable, "-m", "ray.scripts.scripts"]
+    return [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 @pytest.fixture(scope="module")
