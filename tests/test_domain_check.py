@@ -173,6 +173,15 @@ def test_a_gold_id_no_record_holds(tmp_path):
     assert "task_id='task_99'" in found(report, "id-refs", "demo_complete")[0].message
 
 
+def test_tasks_that_are_not_json_are_the_finding(tmp_path):
+    domain = broken_domain(tmp_path)
+    (domain.folder / "tasks.json").write_text("[{not json")
+    report = check(domain)
+    assert [f.check for f in report.errors] == ["data"]
+    assert "tasks does not load: corrupt data file" in report.errors[0].message
+    assert report.skipped["oracle"] == "the databases or tasks do not load"
+
+
 def test_the_demo_domain_passes():
     report = check(registry.load_domains(["mock"], DEMO_DIR)["mock"])
     assert report.ok, [f.message for f in report.errors]

@@ -28,6 +28,8 @@ from tau_mcp.servers.engine.variants import Variant
 DEFAULT_CONCURRENCY = 32
 
 Progress = Callable[[str], None]
+#: How often, at most, a stage's progress is told (seconds).
+TELL_EVERY = 0.2
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,9 @@ async def check_domain(
     with stage("gold replay"):
         replayer, ids = GoldReplayer(domain, variant), IdIndex(domain)
         set_up = []  # the tasks whose initial state sets up: the ones worth simulating
+        tick = Ticker(say, "gold replay", len(tasks))
         for task in tasks:
+            tick()
             run, findings = replayer.check(task)
             try:
                 report.add(findings + ids.check(run))
@@ -100,7 +104,13 @@ async def check_domain(
         with stage("oracle"):
             report.add(
                 await run_oracle(
-                    domain, set_up, backend, grader, report.variant, options.concurrency
+                    domain,
+                    set_up,
+                    backend,
+                    grader,
+                    report.variant,
+                    options.concurrency,
+                    Ticker(say, "oracle", len(set_up)),
                 )
             )
             report.counts["oracle simulations"] = len(set_up)
@@ -114,6 +124,7 @@ async def check_domain(
                     episode_options,
                     options.judge,
                     options.concurrency,
+                    Ticker(say, "inaction", len(set_up)),
                 )
             )
     finally:
@@ -138,3 +149,19 @@ def _stages(report: Report, say: Progress) -> Callable[[str], contextmanager]:
             report.timings[name] = report.timings.get(name, 0.0) + time.perf_counter() - start
 
     return stage
+
+
+class Ticker:
+    """Tells a stage's progress (`stage n/total`) as its tasks go, at most every TELL_EVERY s."""
+
+    def __init__(self, say: Progress, stage: str, total: int) -> None:
+        self.say, self.stage, self.total = say, stage, total
+        self.done = 0
+        self.told = 0.0
+
+    def __call__(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now - self.told >= TELL_EVERY or self.done == self.total:
+            self.told = now
+            self.say(f"{self.stage} {self.done}/{self.total}")

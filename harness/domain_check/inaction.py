@@ -6,6 +6,7 @@ assertions could fail it and no judge was given, it is a warning: a judge may we
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from tau_mcp.conversation.messages import ChatMessage, Message, history_messages
 from tau_mcp.conversation.reference_texts import reference_texts
@@ -27,9 +28,11 @@ async def check_inaction(
     options: EpisodeOptions | None,
     judge: Judge | None,
     concurrency: int,
+    done: Callable[[], None] = lambda: None,
 ) -> list[Finding]:
     """`grader` judges no NL assertions (the oracle's, whose gold states it keeps); with a
-    `judge`, a task that passes all else and has NL assertions is graded again with it."""
+    `judge`, a task that passes all else and has NL assertions is graded again with it.
+    `done` is called as each task's grading ends."""
     judged = Grader(backend, domain, judge, options, diagnose=False) if judge else None
     greeting = first_agent_message(reference_texts(domain.data_dir), GREETING)
     gate = asyncio.Semaphore(concurrency)
@@ -44,6 +47,12 @@ async def check_inaction(
         return passed(reward_info["reward"])
 
     async def one(task: Task) -> list[Finding]:
+        try:
+            return await judge_idle(task)
+        finally:
+            done()
+
+    async def judge_idle(task: Task) -> list[Finding]:
         try:
             if not await grade(task, grader):
                 return []

@@ -7,10 +7,12 @@ NL assertions are left to `inaction` and a real run: the oracle holds no convers
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from tau_mcp.grading import Grader
 from tau_mcp.grading.checks import passed
+from tau_mcp.grading.grader import GRADED_ENDINGS
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.domain_check.findings import Finding, error
@@ -18,8 +20,6 @@ from tau_mcp.harness.domain_check.verdicts import failed_parts
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.tasks import Task
-
-GRADED_ENDINGS = ("agent_stop", "user_stop")
 
 
 async def run_oracle(
@@ -29,8 +29,10 @@ async def run_oracle(
     grader: Grader,
     variant: str | None,
     concurrency: int,
+    done: Callable[[], None] = lambda: None,
 ) -> list[Finding]:
-    """`grader` judges no NL assertions; sharing it keeps each task's gold state for later."""
+    """`grader` judges no NL assertions; sharing it keeps each task's gold state for later.
+    `done` is called as each task's simulation ends."""
     config = RunConfig(
         domain=domain.name,
         agent="oracle",
@@ -45,17 +47,14 @@ async def run_oracle(
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: Task) -> list[Finding]:
-        async with gate:
-            try:
+        try:
+            async with gate:
                 record = await runner.attempt(task, 0, config.seed)
-            except Exception as exc:  # noqa: BLE001 - any failure is this task's finding
-                return [
-                    error(
-                        "oracle",
-                        f"the oracle's simulation did not run: {type(exc).__name__}: {exc}",
-                        task.id,
-                    )
-                ]
+        except Exception as exc:  # noqa: BLE001 - any failure is this task's finding
+            message = f"the oracle's simulation did not run: {type(exc).__name__}: {exc}"
+            return [error("oracle", message, task.id)]
+        finally:
+            done()
         return verdict(task, record)
 
     found = await asyncio.gather(*(one(task) for task in tasks))
