@@ -253,6 +253,22 @@ def test_table_output_and_exit_status_of_a_broken_domain(tmp_path, monkeypatch):
     assert "broken: FAILED" in result.output
 
 
+def test_the_table_prints_task_ids_with_brackets_as_they_are(tmp_path, monkeypatch):
+    def bracketed(task):
+        task["id"] = "[service_issue]demo_create"
+        task["evaluation_criteria"]["actions"][0]["name"] = "create_item"
+        return task
+
+    broken_domain(tmp_path, tasks=demo_tasks(demo_create=bracketed))
+    real = registry.domain_spec
+    monkeypatch.setattr(
+        registry, "domain_spec", lambda n: broken_spec(MockTools) if n == "broken" else real(n)
+    )
+    result = _invoke("domain", "check", "broken", "--data-dir", str(tmp_path))
+    assert result.exit_code == 1
+    assert "[service_issue]demo_create" in result.output
+
+
 def test_an_unknown_domain_is_one_sentence():
     result = _invoke("domain", "check", "nosuch", "--data-dir", str(DEMO_DIR))
     assert result.exit_code == 1

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tau_mcp.harness.domain_check.findings import Finding, Report, Severity
 
@@ -47,7 +48,7 @@ def rows(report: Report) -> list[Row]:
 def print_table(report: Report, console: Console) -> None:
     found = rows(report)
     if found:
-        table = Table(title=f"domain check: {report.domain}", show_lines=False, expand=False)
+        table = Table(title=Text(f"domain check: {report.domain}"), expand=False)
         table.add_column("severity", no_wrap=True)
         table.add_column("check", no_wrap=True)
         table.add_column("task/tool", overflow="fold", max_width=44)
@@ -55,13 +56,13 @@ def print_table(report: Report, console: Console) -> None:
         for row in found:
             style = "red" if row.first.severity is Severity.ERROR else "yellow"
             table.add_row(
-                f"[{style}]{row.first.severity.value}[/]",
-                row.first.check,
-                row.subject,
-                row.first.message,
+                Text(row.first.severity.value, style=style),
+                Text(row.first.check),
+                Text(row.subject),  # task ids may hold brackets: text, never markup
+                Text(row.first.message),
             )
         console.print(table)
-    console.print(summary(report), highlight=False)
+    console.print(summary(report), markup=False, highlight=False)
 
 
 def summary(report: Report) -> str:
