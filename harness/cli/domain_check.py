@@ -47,7 +47,7 @@ def check(
     legal but suspicious. Prints a table of findings (or JSON) and exits 1 on any error."""
     from tau_mcp.harness.domain_check.checker import CheckOptions, check_domain
     from tau_mcp.harness.domain_check.render import as_json, print_table
-    from tau_mcp.harness.errors import ConfigError
+    from tau_mcp.harness.errors import ConfigError, InfrastructureError
     from tau_mcp.harness.wiring import load_domain
     from tau_mcp.servers.engine.errors import EngineError
 
@@ -68,7 +68,7 @@ def check(
                 )
         else:
             report = asyncio.run(check_domain(domain, options))
-    except (EngineError, ConfigError, ValueError) as exc:
+    except (EngineError, ConfigError, InfrastructureError, ValueError) as exc:
         fail(str(exc))
     if fmt == "json":
         sys.stdout.write(as_json(report) + "\n")

@@ -74,9 +74,10 @@ class GoldReplayer:
         run = GoldRun(task)
         try:
             first = self.episode(task)
-        except EngineError as exc:
+        except Exception as exc:  # noqa: BLE001 - a domain's own set-up code may raise anything
+            why = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
             return run, [
-                error("initial-state", f"the initial state does not set up: {exc}", task.id)
+                error("initial-state", f"the initial state does not set up: {why}", task.id)
             ]
         run.episode = first
         actions = actions_of(task)
@@ -96,9 +97,9 @@ class GoldReplayer:
                     )
             findings += self._assertions(task, first)
             findings += self._determinism(task, first, run.outcomes)
-        except BaseException:
-            run.close()
-            raise
+        except Exception as exc:  # noqa: BLE001 - a domain's hooks (sync, hash view) may raise
+            message = f"replaying the gold actions broke the engine: {type(exc).__name__}: {exc}"
+            findings.append(error("gold-action", message, task.id))
         return run, findings
 
     def _assertions(self, task: Task, episode: Episode) -> list[Finding]:
