@@ -81,8 +81,19 @@ def broken_domain(
     return Domain(broken_spec(tools), tmp_path)
 
 
-def broken_spec(tools: type) -> DomainSpec:
-    return dataclasses.replace(MOCK, name="broken", data_folder="mock", agent_tools=tools)
+def broken_spec(tools: type, **changes: Any) -> DomainSpec:
+    return dataclasses.replace(
+        MOCK, name="broken", data_folder="mock", agent_tools=tools, **changes
+    )
+
+
+def stamp_completed(episode: Any) -> None:
+    """A domain sync that marks completed tasks: it runs after live calls, never after the
+    reference's gold actions, so the gold state lacks its marks."""
+    tasks = episode.agent_tools.db.tasks
+    for key, record in list(tasks.items()):
+        if record.status == "completed" and record.description != "seen":
+            tasks[key].description = "seen"
 
 
 def demo_tasks(**changes: Any) -> list[dict[str, Any]]:
@@ -119,6 +130,15 @@ def test_a_gold_plan_that_leaves_the_db_wrong(tmp_path):
     unmet = found(report, "gold-assertions", "demo_complete", "assert_task_status")
     assert unmet and "expected_status='completed'" in unmet[0].message
     assert found(report, "oracle", "demo_complete")
+    assert report.exit_code == 1
+
+
+def test_an_oracle_run_that_does_not_reach_the_gold_state(tmp_path):
+    broken_domain(tmp_path)
+    domain = Domain(broken_spec(MockTools, sync=stamp_completed), tmp_path)
+    report = check(domain)
+    missed = found(report, "oracle", "demo_complete")
+    assert missed and "DB 0: the final database differs from the gold state" in missed[0].message
     assert report.exit_code == 1
 
 
