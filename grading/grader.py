@@ -78,13 +78,17 @@ class Grader:
         domain: Domain,
         judge: Judge | None = None,
         options: Any = None,
+        *,
+        diagnose: bool = True,
     ) -> None:
         """`options`: how the run's episodes are set up (its retrieval config, as the backend
         takes it in `create_episode`), so the episodes that replay a trajectory for re-grading
-        are set up the same way."""
+        are set up the same way. `diagnose=False` leaves out why a failed simulation failed
+        (a caller that only wants verdicts, many of them failures, skips its cost)."""
         self.backend = backend
         self.domain = domain
         self.options = options
+        self.diagnose = diagnose
         if isinstance(judge, Judge):  # our judge speaks as the data folder's prompt set says
             judge = judge.for_texts(reference_texts(domain.data_dir))
         self.judge = judge
@@ -163,7 +167,7 @@ class Grader:
     ) -> dict[str, Any]:
         """The reward_info; a failed simulation's carries its diagnosis in `info.diagnosis`."""
         reward_info = await self._score(task, messages, termination, final)
-        if not passed(reward_info["reward"]):
+        if self.diagnose and not passed(reward_info["reward"]):
             # The diagnosis modules are imported at the first failure: a run that passes
             # everything never loads them.
             from tau_mcp.grading import diagnosis

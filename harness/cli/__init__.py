@@ -36,7 +36,8 @@ COMMANDS = (
     LazyCommand("leaderboard", "tau_mcp.harness.cli.leaderboard", "leaderboard"),
     LazyCommand("convert-results", "tau_mcp.harness.cli.convert", "convert_results"),
     LazyCommand("presets", "tau_mcp.harness.cli.presets", "presets"),
-    LazyCommand("domain", "tau_mcp.harness.cli.tau2", "domain_doc"),
+    # `domain NAME` shows a domain; `domain check NAME` proves it (tau_mcp.harness.cli.domain)
+    LazyCommand("domain", "tau_mcp.harness.cli.domain", "domain_app"),
     LazyCommand("intro", "tau_mcp.harness.cli.tau2", "intro"),
     LazyCommand("evaluate-trajs", "tau_mcp.harness.cli.tau2", "evaluate_trajs"),
     LazyCommand(
