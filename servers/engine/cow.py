@@ -28,12 +28,13 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from tau_mcp.servers.engine.canonical_doc import (
+    CANONICAL_JSON,
     RECORDS,
     VALUE,
     CanonicalDoc,
     Change,
+    TextFormat,
     build_doc,
-    fragment_bytes,
 )
 from tau_mcp.servers.engine.lru import LruCache
 
@@ -150,11 +151,13 @@ class BaseState:
     """A loaded database plus what is derived from it once: its JSON dump (for snapshots), its
     canonical text with every part's position (for hashing) and a memo of episode hashes.
 
-    All of it describes the shared, never-mutated base model, and is filled lazily.
+    All of it describes the shared, never-mutated base model, and is filled lazily. The text
+    hashed is canonical JSON unless the domain names another format (`DomainSpec.hash_format`).
     """
 
-    def __init__(self, model: BaseModel) -> None:
+    def __init__(self, model: BaseModel, text_format: TextFormat = CANONICAL_JSON) -> None:
         self.model = model
+        self.text_format = text_format
         self.model_cls = type(model)
         self.fields = list(self.model_cls.model_fields)
         self.dict_fields = {f for f in self.fields if isinstance(getattr(model, f), dict)}
@@ -212,7 +215,9 @@ class BaseState:
         if doc is None:
             with self._doc_lock:
                 if self._doc is None:
-                    self._doc = build_doc(self.model, self.dict_fields, self.nested_tables)
+                    self._doc = build_doc(
+                        self.model, self.dict_fields, self.nested_tables, self.text_format
+                    )
                 doc = self._doc
         return doc
 
@@ -404,7 +409,7 @@ class CowDB:
                     if records:
                         yield (name, RECORDS, records), own
             else:
-                fragment = fragment_bytes(_plain_json(own) if nested else own)
+                fragment = doc.fragment(_plain_json(own) if nested else own)
                 if not doc.same_value(name, fragment):
                     yield (name, VALUE, fragment), own
 
