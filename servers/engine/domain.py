@@ -261,6 +261,15 @@ class Domain:
             raise DataError(f"data file {path} should map split names to task ids")
         return raw
 
+    @property
+    def default_split(self) -> str:
+        """The split served when none is named: `base`, else the first split the domain
+        declares that it has (the original τ-bench's `test`)."""
+        splits = self.splits
+        if "base" in splits:
+            return "base"
+        return next((name for name in self.spec.splits if name in splits), next(iter(splits)))
+
     def task(self, task_id: str) -> Task:
         task = self.tasks.get(task_id)
         if task is None:
