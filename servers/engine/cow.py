@@ -123,11 +123,20 @@ class CowDict(MutableMapping):
             raise KeyError(key)
         return self._base[key]
 
+    def owns(self, key: Any) -> bool:
+        """Whether the episode holds its own copy of this record (taken, written or new)."""
+        return key in self._own
+
     def values(self):  # type: ignore[override]
-        return [self.peek(k) for k in self]
+        return [record for _, record in self.items()]
 
     def items(self):  # type: ignore[override]
-        return [(k, self.peek(k)) for k in self]
+        own, gone, base = self._own, self._gone, self._base
+        if not own and not gone:
+            return list(base.items())
+        pairs = [(k, own[k] if k in own else v) for k, v in base.items() if k not in gone]
+        pairs.extend((k, v) for k, v in own.items() if k not in base)
+        return pairs
 
     @property
     def touched(self) -> bool:

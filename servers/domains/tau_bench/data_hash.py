@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from tau_mcp.servers.domains.tau_bench.records import Record, fields_of
 from tau_mcp.servers.engine.canonical_doc import TextFormat
 
 
 def hashable(value: Any) -> Any:
-    """JSON-like `value` with dicts as key-sorted tuples of pairs and lists as tuples."""
+    """JSON-like `value` (records and other models as their JSON) with dicts as key-sorted
+    tuples of pairs and lists as tuples."""
+    if isinstance(value, Record):
+        value = fields_of(value)
+    elif isinstance(value, BaseModel):
+        value = to_jsonable_python(value)
     if isinstance(value, dict):
         return tuple((key, hashable(item)) for key, item in sorted(value.items()))
     if isinstance(value, list):
@@ -30,7 +37,7 @@ def hashable(value: Any) -> Any:
 
 def _fragment(value: Any) -> bytes:
     # repr, as the value is written inside the enclosing tuple (str() of a tuple is its repr)
-    return repr(hashable(to_jsonable_python(value))).encode("utf-8")
+    return repr(hashable(value)).encode("utf-8")
 
 
 def _head(key: str) -> bytes:

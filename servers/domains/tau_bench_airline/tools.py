@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from tau_mcp.servers.domains.airline.airports import SERVED_AIRPORTS
-from tau_mcp.servers.domains.tau_bench.records import dumps, fields_of
+from tau_mcp.servers.domains.tau_bench.records import dumps, fields_of, record_text
 from tau_mcp.servers.domains.tau_bench.toolkit import TRANSFERRED, OriginalTools, calculator
 from tau_mcp.servers.domains.tau_bench_airline.models import (
     Certificate,
@@ -183,7 +183,7 @@ class AirlineTools(OriginalTools):
         """A reservation's record."""
         reservations = data.reservations
         if reservation_id in reservations:
-            return dumps(reservations.peek(reservation_id))
+            return record_text(data, "reservations", reservation_id)
         return "Error: user not found"  # sic: the original's text
 
     @tool(ToolKind.READ)
@@ -192,7 +192,7 @@ class AirlineTools(OriginalTools):
         """A user's record."""
         users = data.users
         if user_id in users:
-            return dumps(users.peek(user_id))
+            return record_text(data, "users", user_id)
         return "Error: user not found"
 
     @tool(ToolKind.READ)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau_mcp.servers.domains.tau_bench.records import dumps
+from tau_mcp.servers.domains.tau_bench.records import dumps, record_text
 from tau_mcp.servers.domains.tau_bench.toolkit import TRANSFERRED, OriginalTools, calculator
 from tau_mcp.servers.domains.tau_bench_retail.models import Payment
 from tau_mcp.servers.engine.toolkit import ToolKind, tool
 
 CANCEL_REASONS = ["no longer needed", "ordered by mistake"]
+_UNSET: Any = object()
 
 
 def _payment(kind: Any, amount: Any, method: Any) -> Payment:
@@ -124,8 +125,12 @@ class RetailTools(OriginalTools):
     @staticmethod
     def find_user_id_by_email(data, email):
         """The user id of the customer with this email (case-insensitive)."""
+        wanted = _UNSET  # `email.lower()`, first computed where the original first computes it
         for user_id, profile in data.users.items():
-            if profile.email.lower() == email.lower():
+            mine = profile.email.lower()
+            if wanted is _UNSET:
+                wanted = email.lower()
+            if mine == wanted:
                 return user_id
         return "Error: user not found"
 
@@ -133,12 +138,19 @@ class RetailTools(OriginalTools):
     @staticmethod
     def find_user_id_by_name_zip(data, first_name, last_name, zip):
         """The user id of the customer with this name (case-insensitive) and zip code."""
+        # The arguments' lowercase forms, each first computed where the original first
+        # computes it (a wrong type fails at the same user, or never).
+        first = last = _UNSET
         for user_id, profile in data.users.items():
-            if (
-                profile.name["first_name"].lower() == first_name.lower()
-                and profile.name["last_name"].lower() == last_name.lower()
-                and profile.address["zip"] == zip
-            ):
+            mine = profile.name["first_name"].lower()
+            if first is _UNSET:
+                first = first_name.lower()
+            if not mine == first:
+                continue
+            mine = profile.name["last_name"].lower()
+            if last is _UNSET:
+                last = last_name.lower()
+            if mine == last and profile.address["zip"] == zip:
                 return user_id
         return "Error: user not found"
 
@@ -148,7 +160,7 @@ class RetailTools(OriginalTools):
         """An order's record."""
         orders = data.orders
         if order_id in orders:
-            return dumps(orders.peek(order_id))
+            return record_text(data, "orders", order_id)
         return "Error: order not found"
 
     @tool(ToolKind.READ)
@@ -157,7 +169,7 @@ class RetailTools(OriginalTools):
         """A product's record with all its variants."""
         products = data.products
         if product_id in products:
-            return dumps(products.peek(product_id))
+            return record_text(data, "products", product_id)
         return "Error: product not found"
 
     @tool(ToolKind.READ)
@@ -166,7 +178,7 @@ class RetailTools(OriginalTools):
         """A customer's record."""
         users = data.users
         if user_id in users:
-            return dumps(users.peek(user_id))
+            return record_text(data, "users", user_id)
         return "Error: user not found"
 
     @tool(ToolKind.READ)
