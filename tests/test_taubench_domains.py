@@ -187,3 +187,40 @@ async def test_outputs_count_only_in_replies_and_the_data_hash_counts_without_ou
     original = original_reward_info(task, info)
     assert original["reward"] == 0.0 and info["db_check"]["db_match"] is False
     assert original["info"] == {"r_outputs": 1.0, "outputs": {"10": True}}
+
+
+def test_lookups_fail_where_the_original_fails() -> None:
+    episode = Episode(retail(), "lookups", retail().task("test_0"))
+
+    def find(**arguments) -> str:
+        return episode.call("agent", "find_user_id_by_name_zip", arguments).text
+
+    # The last name is lowercased only for a user whose first name matches.
+    assert find(first_name="Nobody", last_name=None, zip="1") == "Error: user not found"
+    none_lower = "Error: 'NoneType' object has no attribute 'lower'"
+    assert find(first_name="Yusuf", last_name=None, zip="1") == none_lower
+    assert find(first_name=None, last_name="Rossi", zip="19122") == none_lower
+    assert find(first_name="yusuf", last_name="ROSSI", zip="19122") == "yusuf_rossi_9620"
+
+
+def test_records_behave_as_the_originals_dicts() -> None:
+    episode = Episode(retail(), "records", retail().task("test_0"))
+    order = json.loads(episode.call("agent", "get_order_details", {"order_id": "#W4776164"}).text)
+    assert order["status"] == "pending"
+    cancelled = episode.call(
+        "agent", "cancel_pending_order", {"order_id": "#W4776164", "reason": "no longer needed"}
+    ).text
+    again = episode.call("agent", "get_order_details", {"order_id": "#W4776164"}).text
+    assert again == cancelled and list(json.loads(again))[-1] == "cancel_reason"
+    record = episode.agent_db.orders["#W4776164"]
+    with pytest.raises(KeyError, match="'missing'"):
+        record["missing"]
+    with pytest.raises(TypeError, match="unhashable type: 'list'"):
+        record[["status"]]
+    record["status"] = 7  # nothing validates what a tool writes; it dumps as written
+    copied = record.__deepcopy__()
+    copied["payment_history"].append({"x": True})
+    dumped = episode.snapshot()["agent_db"]["orders"]["#W4776164"]
+    assert dumped["status"] == 7 and {"x": True} not in dumped["payment_history"]
+    # The shared base record is untouched.
+    assert retail().base.field_json("orders")["#W4776164"]["status"] == "pending"
