@@ -418,14 +418,12 @@ def original_figures(domain: Domain, task_id: str, actions: list, plans: list) -
     resets = [timed(lambda: env.reset(task_index=int(index))) for _ in range(20)]
     print(f"original: task reset (reloads the data): {ms(resets)}")
     calls = []
-    for plan_id, plan in plans[:20]:
+    for plan_id, plan in plans:
         env.reset(task_index=int(plan_id.rsplit("_", 1)[1]))
         for action in plan:
             step = Action(name=action.name, kwargs=action.arguments)
             calls.append(timed(lambda a=step: env.step(a)))
-    print(
-        f"original: tool call ({len(calls)} gold calls of {min(len(plans), 20)} tasks): {ms(calls)}"
-    )
+    print(f"original: tool call ({len(calls)} gold calls of {len(plans)} tasks): {ms(calls)}")
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
