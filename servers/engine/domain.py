@@ -51,7 +51,8 @@ TaskCatalog = tuple[dict[str, Task], dict[str, list[str]]]
 
 @dataclass(frozen=True)
 class DomainSpec:
-    """Everything about a domain that does not depend on where its data lives."""
+    """Everything about a domain but the data folder it is loaded from (its `location` says
+    where under that folder, or under which other root, its data is)."""
 
     name: str
     db_model: type[BaseModel]
