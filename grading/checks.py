@@ -58,9 +58,13 @@ def check_actions(task: Task, messages: list[Message], tool_kinds: dict[str, str
     return Component(reward, checks, {"ACTION": reward})
 
 
-def check_communication(task: Task, messages: list[Message]) -> Component:
+def check_communication(
+    task: Task, messages: list[Message], replies_only: bool = False
+) -> Component:
     """Each communicate_info string must appear, case-insensitively, in some agent text once
-    that text's commas are removed (the reference's matching rule)."""
+    that text's commas are removed (the reference's matching rule). With `replies_only`, only
+    the agent's replies to the user count, not the text of messages that call tools (the
+    original τ-bench reads its `respond` actions)."""
     infos = (task.evaluation_criteria.communicate_info if task.evaluation_criteria else None) or []
     if not infos:
         return Component(
@@ -69,7 +73,11 @@ def check_communication(task: Task, messages: list[Message]) -> Component:
     texts = [
         m.content
         for m in messages
-        if isinstance(m, ChatMessage) and m.role == "assistant" and m.has_text() and m.content
+        if isinstance(m, ChatMessage)
+        and m.role == "assistant"
+        and m.has_text()
+        and m.content
+        and not (replies_only and m.tool_calls)
     ]
     checks = []
     for info in infos:

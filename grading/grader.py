@@ -231,7 +231,7 @@ class Grader:
 
         env = await self._environment(task, final)
         action = check_actions(task, messages, self.tool_kinds)
-        communicate = check_communication(task, messages)
+        communicate = check_communication(task, messages, self.domain.spec.communicate_replies_only)
         nl = await self._nl(task, messages) if "NL_ASSERTION" in basis else None
 
         reward, breakdown = 1.0, {}

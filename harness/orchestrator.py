@@ -3,7 +3,9 @@
 Turn rules follow the reference's half-duplex orchestrator: a message goes from agent to user,
 user to agent, or either to the environment (their tool calls, each on that side's own MCP
 session) and back to its sender. The run ends on the user's stop tokens, the agent's stop, the
-step limit, or too many failed tool calls.
+step limit, or too many failed tool calls; in a domain with terminate tools (the original
+τ-bench's `transfer_to_human_agents`), also right after the agent calls one, as that reference
+ends its episode then (the message's later tool calls are not run).
 """
 
 from __future__ import annotations
@@ -95,8 +97,10 @@ class Orchestrator:
         agent_tool_names: set[str] | None = None,
         enforce_protocol: bool = False,
         greeting: str = GREETING,
+        terminate_tools: frozenset[str] = frozenset(),
     ) -> None:
         self.agent, self.user = agent, user
+        self.terminate_tools = terminate_tools
         self.greeting = greeting
         self.enforce_protocol = enforce_protocol
         self.agent_tools, self.user_tools = agent_tools, user_tools
@@ -199,7 +203,12 @@ class Orchestrator:
                 self._finish(Termination.AGENT_ERROR)
         else:
             assert isinstance(self.message, ChatMessage) and self.message.tool_calls is not None
-            results = [await self._execute(call) for call in self.message.tool_calls]
+            results = []
+            for call in self.message.tool_calls:
+                results.append(await self._execute(call))
+                if call.name in self.terminate_tools and call.requestor != "user":
+                    self._finish(Termination.AGENT_STOP)
+                    break
             self.trajectory.extend(results)
             self.receiver, self.sender, self.message = self.sender, Role.ENV, results
         self.steps += 1

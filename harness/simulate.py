@@ -411,6 +411,7 @@ class SimulationRunner:
             agent_tool_names={t.name for t in agent_tools},
             enforce_protocol=self.config.enforce_protocol,
             greeting=first_agent_message(self.texts, GREETING),
+            terminate_tools=frozenset(self.domain.spec.terminate_tools),
         )
 
     async def _forget(self, ref: EpisodeRef) -> None:

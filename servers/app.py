@@ -320,7 +320,7 @@ class TauServer:
 
     async def tasks(self, request: Request) -> JSONResponse:
         domain = self.store.domain(request.path_params["domain"])
-        split = request.query_params.get("split", "base")
+        split = request.query_params.get("split") or domain.default_split
         return JSONResponse({"tasks": [{"id": task_id} for task_id in domain.task_ids(split)]})
 
     async def create_episode(self, request: Request) -> JSONResponse:

@@ -3,6 +3,7 @@ record by record (tests/support/canonical_reference.py), whatever an episode did
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any, ClassVar
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from tau_mcp.servers.domains.registry import load_domains
+from tau_mcp.servers.domains.tau_bench.data_hash import DATA_HASH
 from tau_mcp.servers.engine import canonical_doc
 from tau_mcp.servers.engine.canonical import canonical_fragment, canonical_json, key_json
 from tau_mcp.servers.engine.cow import BaseState, CowDB
@@ -250,3 +252,63 @@ def test_telecom_cow_hashes_match_the_full_text_on_both_sides() -> None:
         assert episode.user_db is not None
         for db in (episode.agent_db, episode.user_db):
             _check(db)
+
+
+# --- another text format: the original τ-bench's data hash (Python's str of sorted tuples) ----
+def _tuple_text_hash(db: CowDB) -> str:
+    """The original τ-bench's hash of the state, computed in full from its JSON form."""
+    return hashlib.sha256(str(_sorted_tuples(db.snapshot())).encode("utf-8")).hexdigest()
+
+
+def _sorted_tuples(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((key, _sorted_tuples(item)) for key, item in sorted(value.items()))
+    if isinstance(value, list):
+        return tuple(_sorted_tuples(item) for item in value)
+    return value
+
+
+class OneTable(BaseModel):
+    rows: dict[str, dict[str, Any]]
+
+
+def test_tuple_format_base_text_is_python_str_of_sorted_tuples() -> None:
+    base = BaseState(_store(), DATA_HASH)
+    db = CowDB(base)
+    assert base.canonical.text == str(_sorted_tuples(db.snapshot())).encode("utf-8")
+    # One field or one record is a 1-tuple, `(x,)`; no record, `()`.
+    for rows in ({"only": {"a": [1]}}, {}, {"a": {}, "b": {"x": None}}):
+        single = BaseState(OneTable(rows=rows), DATA_HASH)
+        assert single.canonical.text == str(_sorted_tuples({"rows": rows})).encode()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tuple_format_edits_hash_as_the_full_text(seed: int, monkeypatch) -> None:
+    monkeypatch.setattr(canonical_doc, "CHECKPOINT_BYTES", 23)
+    base = BaseState(_store(), DATA_HASH)
+    rng = random.Random(seed)
+    keys = [f"i{n:02d}" for n in range(41)] + ["a", "zz"]
+    for _ in range(40):
+        db = CowDB(base)
+        for _ in range(rng.randint(1, 5)):
+            key, op = rng.choice(keys), rng.random()
+            if op < 0.3 and db.items.get(key) is not None:
+                db.items[key].price = rng.choice([1, 2.5, True, None, "x"])
+            elif op < 0.45 and key in db.items:
+                del db.items[key]
+            elif op < 0.55:
+                db.empty[key] = Item(name=key)
+            elif op < 0.7:
+                db.ledger.rows[key] = {"k": rng.random()}
+            elif op < 0.8:
+                db.note = rng.choice([None, "it's", 'say "hi"'])
+            else:
+                db.items[key] = Item(name=key, tags=["é"])
+            assert db.canonical_hash() == _tuple_text_hash(db)
+    for rows in ({"only": {"a": 1}}, {"a": {}, "b": {}}):
+        state = CowDB(BaseState(OneTable(rows=rows), DATA_HASH))
+        for key in list(state.rows):
+            del state.rows[key]
+            assert state.canonical_hash() == _tuple_text_hash(state)
+        state.rows["new"] = {"n": None}
+        assert state.canonical_hash() == _tuple_text_hash(state)

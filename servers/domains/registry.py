@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tau_mcp.servers.engine.data import resolve_data_dir
 from tau_mcp.servers.engine.domain import Domain, DomainSpec
-from tau_mcp.servers.engine.errors import UnknownDomain
+from tau_mcp.servers.engine.errors import DataError, UnknownDomain
 
 DOMAIN_NAMES = (
     "mock",
@@ -28,8 +28,11 @@ def domain_spec(name: str) -> DomainSpec:
 
 
 def has_data(name: str, data_dir: Path) -> bool:
-    """Does the data folder hold this domain's data?"""
-    return (data_dir / "tau2" / "domains" / domain_spec(name).folder_name).is_dir()
+    """Is this domain's data where it says it lives (for most, the data folder given)?"""
+    try:
+        return domain_spec(name).folder(data_dir).is_dir()
+    except DataError:
+        return False
 
 
 def load_domains(

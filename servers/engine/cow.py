@@ -28,12 +28,13 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from tau_mcp.servers.engine.canonical_doc import (
+    CANONICAL_JSON,
     RECORDS,
     VALUE,
     CanonicalDoc,
     Change,
+    TextFormat,
     build_doc,
-    fragment_bytes,
 )
 from tau_mcp.servers.engine.lru import LruCache
 
@@ -122,11 +123,20 @@ class CowDict(MutableMapping):
             raise KeyError(key)
         return self._base[key]
 
+    def owns(self, key: Any) -> bool:
+        """Whether the episode holds its own copy of this record (taken, written or new)."""
+        return key in self._own
+
     def values(self):  # type: ignore[override]
-        return [self.peek(k) for k in self]
+        return [record for _, record in self.items()]
 
     def items(self):  # type: ignore[override]
-        return [(k, self.peek(k)) for k in self]
+        own, gone, base = self._own, self._gone, self._base
+        if not own and not gone:
+            return list(base.items())
+        pairs = [(k, own[k] if k in own else v) for k, v in base.items() if k not in gone]
+        pairs.extend((k, v) for k, v in own.items() if k not in base)
+        return pairs
 
     @property
     def touched(self) -> bool:
@@ -150,11 +160,13 @@ class BaseState:
     """A loaded database plus what is derived from it once: its JSON dump (for snapshots), its
     canonical text with every part's position (for hashing) and a memo of episode hashes.
 
-    All of it describes the shared, never-mutated base model, and is filled lazily.
+    All of it describes the shared, never-mutated base model, and is filled lazily. The text
+    hashed is canonical JSON unless the domain names another format (`DomainSpec.hash_format`).
     """
 
-    def __init__(self, model: BaseModel) -> None:
+    def __init__(self, model: BaseModel, text_format: TextFormat = CANONICAL_JSON) -> None:
         self.model = model
+        self.text_format = text_format
         self.model_cls = type(model)
         self.fields = list(self.model_cls.model_fields)
         self.dict_fields = {f for f in self.fields if isinstance(getattr(model, f), dict)}
@@ -212,7 +224,9 @@ class BaseState:
         if doc is None:
             with self._doc_lock:
                 if self._doc is None:
-                    self._doc = build_doc(self.model, self.dict_fields, self.nested_tables)
+                    self._doc = build_doc(
+                        self.model, self.dict_fields, self.nested_tables, self.text_format
+                    )
                 doc = self._doc
         return doc
 
@@ -404,7 +418,7 @@ class CowDB:
                     if records:
                         yield (name, RECORDS, records), own
             else:
-                fragment = fragment_bytes(_plain_json(own) if nested else own)
+                fragment = doc.fragment(_plain_json(own) if nested else own)
                 if not doc.same_value(name, fragment):
                     yield (name, VALUE, fragment), own
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -63,8 +64,46 @@ def is_demo(data_dir: Path) -> bool:
     return data_dir.resolve() == DEMO_DIR
 
 
+@dataclass(frozen=True)
+class DataLocation:
+    """Where a domain's data folder is: `layout` (a relative path; `{folder}` is the domain's
+    folder name) under a root folder. With no `env_var`, the root is the data folder the
+    domains are loaded with (tau2's: `--data-dir`, $TAU2_DATA_DIR, ...); with one, the folder
+    that environment variable names, else `default_root` (say, a folder shipped with the code
+    that defines the domain)."""
+
+    layout: str = "tau2/domains/{folder}"
+    env_var: str | None = None
+    default_root: Path | None = None
+
+    def root(self, data_dir: Path) -> Path:
+        if self.env_var is None:
+            return data_dir
+        raw = os.environ.get(self.env_var)
+        if raw:
+            path = Path(raw).expanduser().resolve()
+            if not path.is_dir():
+                raise DataError(f"data folder {path} does not exist (set {self.env_var})")
+            return path
+        if self.default_root is not None:
+            return self.default_root
+        raise DataError(
+            f"no data folder: set {self.env_var} to the folder holding "
+            f"{self.layout.format(folder='<domain>')}"
+        )
+
+    def folder(self, data_dir: Path, folder_name: str) -> Path:
+        """The domain's data folder (DataError when its root is not set)."""
+        return self.root(data_dir) / self.layout.format(folder=folder_name)
+
+
+# tau2's layout: `tau2/domains/<folder>` of the data folder the domains are loaded with.
+TAU2_LOCATION = DataLocation()
+
+
 def domain_dir(data_dir: Path, domain: str) -> Path:
-    return data_dir / "tau2" / "domains" / domain
+    """A domain's folder in tau2's layout."""
+    return TAU2_LOCATION.folder(data_dir, domain)
 
 
 def load_structured(path: Path) -> Any:

@@ -6,6 +6,13 @@ the data folder and the file: `telecom_small` is `tasks_small.json` of the telec
 `tasks_<name>.json` in a domain's folder is such a set (with its splits in
 `split_tasks_<name>.json` when that exists, else one `base` split of all its tasks); a domain
 bound to one (`Domain(..., task_set=...)`) serves that set's tasks instead of its own.
+
+Where the data lives: by default tau2's layout, `tau2/domains/<folder>` of the data folder the
+domains are loaded with. A domain whose data is elsewhere names its `DataLocation` (an
+environment variable naming a root folder, and its layout under it; the original τ-bench's
+domains use $TAUBENCH_DATA_DIR and `taubench/domains/<folder>`), and may keep its database as
+one file per top-level field, read its tasks its own way (`DomainSpec.load_tasks`) and carry its
+tool listing in its own folder (`DomainSpec.tools_file`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from tau_mcp.servers.engine import data as datafiles
+from tau_mcp.servers.engine.canonical_doc import CANONICAL_JSON, TextFormat
 from tau_mcp.servers.engine.cow import BaseState
 from tau_mcp.servers.engine.errors import DataError, EngineError, UnknownTask, UnknownTaskSet
 from tau_mcp.servers.engine.starts import StartCache
@@ -37,9 +45,14 @@ class EpisodeView(Protocol):
     user_tools: Toolkit | None
 
 
+# A domain's own tasks and splits: tasks by id, and split name -> task ids (see `load_tasks`).
+TaskCatalog = tuple[dict[str, Task], dict[str, list[str]]]
+
+
 @dataclass(frozen=True)
 class DomainSpec:
-    """Everything about a domain that does not depend on where its data lives."""
+    """Everything about a domain but the data folder it is loaded from (its `location` says
+    where under that folder, or under which other root, its data is)."""
 
     name: str
     db_model: type[BaseModel]
@@ -71,22 +84,56 @@ class DomainSpec:
     # Where the reference lists tools per variant of a run option (banking's retrieval
     # configs), the variant the domain's own toolkit is (see tool_listing.py).
     tool_variant: str | None = None
+    # Where the data folder is (default: tau2's layout under the data folder given).
+    location: datafiles.DataLocation = datafiles.TAU2_LOCATION
+    # The database as one JSON file per top-level field (`<field>.json`), not `db.json`.
+    db_file_per_field: bool = False
+    # Reads the domain's own tasks and splits from its folder, when they are not tau2 task
+    # files; a domain that has it serves no named task sets.
+    load_tasks: Callable[[Path], TaskCatalog] | None = None
+    # The reference's tool listing, a file of the domain's folder holding the agent's tools as
+    # a JSON list of function schemas, when the data carries it there instead of tau2's
+    # reference texts (see tool_listing.py).
+    tools_file: str | None = None
+    # The text the database's hash is taken of (None: canonical JSON, see canonical_doc.py).
+    hash_format: TextFormat | None = None
+    # Agent tools after whose call the conversation ends, the call's result included (the
+    # original τ-bench's `transfer_to_human_agents`).
+    terminate_tools: tuple[str, ...] = ()
+    # COMMUNICATE looks only at the agent's replies to the user, assistant messages without
+    # tool calls (the original τ-bench's `respond` actions); tau2 also reads the text of
+    # messages that call tools.
+    communicate_replies_only: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder_name(self) -> str:
         return self.data_folder or self.name
 
+    def folder(self, data_dir: Path) -> Path:
+        """The domain's data folder, given the data folder domains are loaded with (DataError
+        when the domain's own root folder is not set)."""
+        return self.location.folder(data_dir, self.folder_name)
+
 
 def _load_db(model: type[BaseModel], path: Path) -> BaseModel:
-    raw = datafiles.load_structured(path)
+    return _validate_db(model, datafiles.load_structured(path), f"data file {path}")
+
+
+def _load_db_per_field(model: type[BaseModel], folder: Path) -> BaseModel:
+    """A database kept as one JSON file per top-level field, `<field>.json`."""
+    raw = {name: datafiles.load_structured(folder / f"{name}.json") for name in model.model_fields}
+    return _validate_db(model, raw, f"the data in {folder}")
+
+
+def _validate_db(model: type[BaseModel], raw: Any, what: str) -> BaseModel:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise DataError(
-            f"data file {path} does not match the {model.__name__} schema "
+            f"{what} does not match the {model.__name__} schema "
             f"({exc.error_count()} errors; first at {where}: {first['msg']})"
         ) from None
 
@@ -118,7 +165,10 @@ class Domain:
         self.spec = spec
         self.name = spec.name
         self.data_dir = data_dir
-        self.folder = datafiles.domain_dir(data_dir, spec.folder_name)
+        try:
+            self.folder = spec.folder(data_dir)
+        except DataError as exc:
+            raise DataError(f"domain '{spec.name}': {exc}") from None
         if not self.folder.is_dir():
             raise DataError(f"domain folder missing: {self.folder}")
         # The named task set this domain serves; None: the domain's own tasks.
@@ -130,10 +180,13 @@ class Domain:
     # --- databases --------------------------------------------------------------------------
     @cached_property
     def base(self) -> BaseState:
+        text_format = self.spec.hash_format or CANONICAL_JSON
+        if self.spec.db_file_per_field:
+            return BaseState(_load_db_per_field(self.spec.db_model, self.folder), text_format)
         path = datafiles.find_db_file(self.folder, "db")
         if path is None:
             raise DataError(f"missing data file: {self.folder / 'db.json'} (or db.toml)")
-        return BaseState(_load_db(self.spec.db_model, path))
+        return BaseState(_load_db(self.spec.db_model, path), text_format)
 
     @cached_property
     def user_base(self) -> BaseState | None:
@@ -150,6 +203,8 @@ class Domain:
         """The task sets this domain can serve: name -> tasks file (None: its own tasks). Its
         own tasks answer to the domain's name and the data folder's name."""
         sets: dict[str, str | None] = {self.name: None, self.spec.folder_name: None}
+        if self.spec.load_tasks is not None:  # its tasks_*.json files are its own tasks
+            return sets
         for path in sorted(self.folder.glob("tasks_*.json")):
             suffix = path.stem.removeprefix("tasks_")
             sets[f"{self.spec.folder_name}_{suffix}"] = path.name
@@ -173,7 +228,14 @@ class Domain:
         return self.task_sets()[self.task_set] if self.task_set is not None else None
 
     @cached_property
+    def _own_catalog(self) -> TaskCatalog:
+        assert self.spec.load_tasks is not None
+        return self.spec.load_tasks(self.folder)
+
+    @cached_property
     def tasks(self) -> dict[str, Task]:
+        if self.spec.load_tasks is not None:
+            return self._own_catalog[0]
         set_file = self.task_set_file
         if set_file is not None:
             path = self.folder / set_file
@@ -188,6 +250,8 @@ class Domain:
 
     @cached_property
     def splits(self) -> dict[str, list[str]]:
+        if self.spec.load_tasks is not None:
+            return self._own_catalog[1]
         set_file = self.task_set_file
         stem = "tasks" if set_file is None else set_file.removesuffix(".json")
         path = self.folder / f"split_{stem}.json"
@@ -197,6 +261,15 @@ class Domain:
         if not isinstance(raw, dict):
             raise DataError(f"data file {path} should map split names to task ids")
         return raw
+
+    @property
+    def default_split(self) -> str:
+        """The split served when none is named: `base`, else the first split the domain
+        declares that it has (the original τ-bench's `test`)."""
+        splits = self.splits
+        if "base" in splits:
+            return "base"
+        return next((name for name in self.spec.splits if name in splits), next(iter(splits)))
 
     def task(self, task_id: str) -> Task:
         task = self.tasks.get(task_id)

@@ -179,9 +179,12 @@ class Episode:
                 toolkit = self.toolkit(side)
                 if toolkit is None:
                     raise ValueError("User tools not available")
-                if not toolkit.has_tool(name):
-                    raise ValueError(f"Tool '{name}' not found.")
-                result = toolkit.bound(name)(**(arguments or {}))
+                if toolkit.has_tool(name):
+                    result = toolkit.bound(name)(**(arguments or {}))
+                else:
+                    result = toolkit.unknown_tool_result(name)
+                    if result is None:
+                        raise ValueError(f"Tool '{name}' not found.")
                 self._sync()
                 outcome = ToolOutcome(render_result(result), False)
             except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result

@@ -9,6 +9,10 @@ annotations (read-only, destructive) stay derived from the engine.
 
 Listings are computed once per domain and side and then shared by every endpoint and session.
 
+A domain whose data carries its reference tool listing in its own folder (`DomainSpec.tools_file`,
+the original τ-bench's `tools.json`: a JSON list of the agent's function schemas) is listed from
+that file instead; it lists no user tools.
+
 Where the reference's tool set depends on a run option (banking_knowledge's retrieval config),
 its file lists tool names per variant (`{"agent": {variant: [names]}, "schemas": {name:
 schema}}`, user tools as `"user": [names]` with `"user_schemas": [schemas]`). A domain's own
@@ -50,6 +54,13 @@ def reference_tools_file(data_dir: Path, domain: str) -> Path:
     return data_dir / "tau2" / "reference_texts" / "tools" / f"{domain}.json"
 
 
+def reference_tools_path(domain: Domain) -> Path:
+    """Where a domain's reference tool texts are: its own file, else tau2's reference texts."""
+    if domain.spec.tools_file is not None:
+        return domain.folder / domain.spec.tools_file
+    return reference_tools_file(domain.data_dir, domain.name)
+
+
 def _own_specs(domain: Domain, side: Side) -> dict[str, ToolSpec]:
     toolkit = domain.spec.agent_tools if side == "agent" else domain.spec.user_tools
     return dict(toolkit.specs) if toolkit is not None else {}
@@ -72,6 +83,8 @@ def _reference_entries(
     """(name, description, parameters) of each tool the reference lists for `side` (and the
     `variant`, in a file that lists tools per variant), in order."""
     raw = datafiles.load_structured(path)
+    if isinstance(raw, list):  # a bare list: the agent's tools
+        raw = {"agent": raw, "user": []}
     entries = raw.get(side) if isinstance(raw, dict) else None
     if isinstance(entries, dict):
         if variant not in entries:
@@ -150,8 +163,10 @@ def listing_for(
 ) -> ToolListing:
     """`own` (a toolkit's specs, tools added per episode included) as the reference lists
     them for `variant`; not cached: callers keep what they list often."""
-    path = reference_tools_file(domain.data_dir, domain.name)
+    path = reference_tools_path(domain)
     if not path.is_file():
+        if domain.spec.tools_file is not None:  # the domain's data must carry it
+            raise DataError(f"missing data file: {path}")
         return ToolListing(tuple(own.values()), "own")
     where = f"{path} ({side}{', ' + variant if variant else ''})"
     reference = _reference_entries(path, side, variant)
@@ -162,7 +177,7 @@ def listing_for(
 def reference_stop_tool(domain: Domain) -> tuple[str, str, dict[str, Any]] | None:
     """(name, description, parameters) of the tool a solo agent calls to finish, as the
     reference declares it; None without reference texts or solo mode for this domain."""
-    path = reference_tools_file(domain.data_dir, domain.name)
+    path = reference_tools_path(domain)
     if not path.is_file():
         return None
     raw = datafiles.load_structured(path)

@@ -210,6 +210,12 @@ class Toolkit:
             return bool(added[1].blocks(name))
         return False
 
+    def unknown_tool_result(self, name: str) -> str | None:
+        """What a call of a tool this side does not have returns, for a domain whose reference
+        answers it as a plain result (the original τ-bench: `Unknown action <name>`); None: the
+        call fails with the engine's error."""
+        return None
+
     def bound(self, name: str) -> Callable[..., Any]:
         """The callable that runs tool `name` (which must exist: see `has_tool`)."""
         added = self._added.get(name)

@@ -8,7 +8,9 @@ bundled demo data (`data/demo`, the mock domain) use `DEMO_DIR` and need neither
 
 `@pytest.mark.needs_data(*what)` skips a test, saying why, when what it needs is absent: with no
 arguments the reference data; a domain name, that domain's data; "conformance", the conformance
-fixtures; "reference_texts", the reference texts; "manifest", the pinned data's MANIFEST.json.
+fixtures; "reference_texts", the reference texts; "manifest", the pinned data's MANIFEST.json;
+"taubench", the original τ-bench's data (`TAUBENCH_DATA_DIR`, default `../shared/taubench-data`)
+and its conformance fixtures (`conformance/taubench`), which need no tau2 data.
 """
 
 from __future__ import annotations
@@ -40,16 +42,36 @@ def _folder(variable: str, default: Path) -> Path:
 
 DATA_DIR = _folder("TAU2_DATA_DIR", _shared("tau2-data"))
 CONFORMANCE_DIR = _folder("TAU_CONFORMANCE_DIR", _shared("conformance"))
+TAUBENCH_DIR = _folder("TAUBENCH_DATA_DIR", _shared("taubench-data"))
+if TAUBENCH_DIR.is_dir():  # the τ-bench domains read it from the environment
+    os.environ.setdefault("TAUBENCH_DATA_DIR", str(TAUBENCH_DIR))
 TEXTS_DIR = DATA_DIR / "tau2" / "reference_texts"
-KINDS = ("conformance", "reference_texts", "manifest")
+KINDS = ("conformance", "reference_texts", "manifest", "taubench")
+
+
+def _missing_taubench() -> str | None:
+    if not (TAUBENCH_DIR / "taubench" / "domains").is_dir():
+        return f"τ-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DATA_DIR)"
+    if not (CONFORMANCE_DIR / "taubench" / "gold").is_dir():
+        return (
+            f"τ-bench conformance fixtures not found at {CONFORMANCE_DIR / 'taubench'} "
+            "(set TAU_CONFORMANCE_DIR)"
+        )
+    return None
 
 
 def missing(*what: str) -> str | None:
     """Why a test needing `what` cannot run here, or None when it can."""
+    if what == ("taubench",):
+        return _missing_taubench()
     if not (DATA_DIR / "tau2" / "domains").is_dir():
         return f"reference data not found at {DATA_DIR} (set TAU2_DATA_DIR)"
     for need in what:
-        if need not in KINDS:  # a domain's name
+        if need == "taubench":
+            reason = _missing_taubench()
+            if reason is not None:
+                return reason
+        elif need not in KINDS:  # a domain's name
             if importlib.util.find_spec(f"tau_mcp.servers.domains.{need}") is None:
                 return f"the {need} engine package (servers/domains/{need}) is not there yet"
             if not (DATA_DIR / "tau2" / "domains" / need).is_dir():
