@@ -205,7 +205,7 @@ def test_tasks_that_are_not_json_are_the_finding(tmp_path):
 def test_the_demo_domain_passes():
     report = check(registry.load_domains(["mock"], DEMO_DIR)["mock"])
     assert report.ok, [f.message for f in report.errors]
-    assert {f.check for f in report.warnings} == {"policy-mention"}
+    assert report.warnings == []  # our own demo names every tool in its policy
     assert report.counts == {
         "tasks": 5,
         "tools": 6,
@@ -257,7 +257,7 @@ def test_json_output_parses():
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["domain"] == "mock" and report["ok"] is True and report["errors"] == 0
-    assert {f["check"] for f in report["findings"]} == {"policy-mention"}
+    assert report["findings"] == []
     assert set(report["timings"]) >= {"data", "tools", "gold replay", "oracle", "inaction"}
 
 
