@@ -30,7 +30,13 @@ import threading
 from pathlib import Path
 
 from tau_mcp.servers.knowledge.kb_files import FOLDERS, ProcessFolders, remove_tree
-from tau_mcp.servers.knowledge.sandbox import Completed, Limits, Sandbox, workspace_owner
+from tau_mcp.servers.knowledge.sandbox import (
+    Completed,
+    Limits,
+    Sandbox,
+    default_sandbox,
+    workspace_owner,
+)
 
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 _DOUBLE_QUOTED = re.compile(r'"[^"]*"')
@@ -164,6 +170,25 @@ class ShellWorkspace:
 
     def _report(self, done: Completed) -> tuple[int, str, str]:
         limits: Limits = self.sandbox.limits
+        if done.busy:
+            return (
+                1,
+                "",
+                (
+                    f"Command not run: the server is running {limits.concurrent_commands} shell "
+                    f"commands already and none finished within {_seconds(limits.queue_seconds)} "
+                    "seconds; try again"
+                ),
+            )
+        if done.memory_exceeded:
+            return (
+                137,
+                "",
+                (
+                    "Command stopped: its processes held more than "
+                    f"{limits.command_memory_bytes >> 20} MiB of memory together"
+                ),
+            )
         if done.timed_out:
             return 124, "", f"Command timed out after {_seconds(limits.wall_seconds)} seconds"
         if done.workspace_overflow:
@@ -206,18 +231,3 @@ class ShellWorkspace:
                 remove_tree(scratch.parent)
             except OSError:
                 pass
-
-
-_DEFAULT: Sandbox | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_sandbox() -> Sandbox:
-    """The process's sandbox with the default limits (its support files under the process's
-    knowledge-base folder, so they go when it goes)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        with _DEFAULT_LOCK:
-            if _DEFAULT is None:
-                _DEFAULT = Sandbox(support_dir=FOLDERS.root)
-    return _DEFAULT
