@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -234,7 +235,11 @@ def serve(
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"tau-server: {', '.join(loaded)} on http://{shown}:{bound_port}", err=True)
-    run_http(asgi, sock, policy, log_level)
+    # SIGINT and SIGTERM alike: stop, then exit 0 through the normal exit, which removes the
+    # knowledge-base files (and every episode's writable copy) with the process's folders.
+    stopped = run_http(asgi, sock, policy, log_level)
+    if stopped:
+        typer.echo(f"tau-server: stopped by {stopped}", err=True)
 
 
 @app.command()
@@ -253,11 +258,16 @@ def stdio(
     from tau_mcp.servers.stdio import run_stdio
 
     _check_side(side)
+    # SIGTERM as SIGINT: either ends the episode with a normal exit (code 0), which removes the
+    # process's knowledge-base files; uncaught, SIGTERM would end the process before that.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         kwargs = parse_kwargs(retrieval_config_kwargs)
         run_stdio(domain, side, task_id, data_dir, retrieval_config, kwargs)  # type: ignore[arg-type]
     except EngineError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        return
 
 
 @app.command(
