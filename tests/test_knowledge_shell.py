@@ -478,3 +478,15 @@ def test_a_sandbox_whose_memory_cannot_be_read_is_said_once(open_folder, monkeyp
         assert own.run("sleep 0.6; echo ok", open_folder).stdout == b"ok\n"
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "total memory is not enforced" in warnings[0]
+
+
+@needs_documents
+@needs_sandbox
+def test_a_writable_workspace_survives_chmod_000_of_itself(kb_folder):
+    workspace = ShellWorkspace(kb_folder, writable=True)
+    workspace.run("echo mine > notes.md")
+    workspace.run("chmod 000 .")
+    assert workspace.run("cat notes.md; ls INDEX.md") == "mine\nINDEX.md\n"
+    workspace.run("chmod 000 . && chmod 000 notes.md")  # the folder is reset, not the files
+    assert workspace.run("cat INDEX.md | head -1") == "# Knowledge Base Index\n"
+    workspace.close()
