@@ -85,6 +85,11 @@ def _main(
     ),
 ) -> None:
     """Run and grade tau2 simulations against tau-mcp servers."""
+    # Text from results files can hold a lone UTF-16 surrogate (a model's output can): the
+    # console shows it as its escape, `\ud800`, instead of failing mid-table.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
 
 
 def main() -> None:  # pragma: no cover
