@@ -45,7 +45,13 @@ COMMANDS = (
         "verify",
         {"help": "Check the data folder against the pinned reference release (= data verify)."},
     ),
-    LazyCommand("start", "tau_mcp.harness.cli.tau2", "start", {"context_settings": _EXTRA_ARGS}),
+    # every argument, --help included, goes to `tau-server serve`, whose options it takes
+    LazyCommand(
+        "start",
+        "tau_mcp.harness.cli.tau2",
+        "start",
+        {"context_settings": {**_EXTRA_ARGS, "help_option_names": []}},
+    ),
     # groups of commands
     LazyCommand("data", "tau_mcp.harness.cli.data", "data_app"),
     LazyCommand("export", "tau_mcp.harness.cli.export", "export_app"),
