@@ -164,7 +164,8 @@ def start(ctx: typer.Context) -> None:
     it takes (--help lists them)."""
     from tau_mcp.servers.cli import app as server_app
 
-    serve = typer.main.get_command(server_app).commands["serve"]  # type: ignore[attr-defined]
+    group = typer.main.get_command(server_app)
+    serve = group.get_command(typer.Context(group), "serve")  # type: ignore[attr-defined]
     serve.main(ctx.args, prog_name="tau-harness start")
 
 
