@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -117,9 +118,14 @@ def check_retrieval_config(
     return kwargs
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+#: A server that cannot listen (port in use or out of range, host unknown) exits 1, as
+#: `tau-harness serve` does: it is the machine's state, not a misused command line.
+CANNOT_LISTEN = 1
 
 
 def _check_side(side: str) -> str:
@@ -205,7 +211,7 @@ def serve(
     try:
         sock = bind_socket(host, port, policy.backlog)  # a port in use is one sentence, first
     except BindError as exc:
-        _fail(str(exc))
+        _fail(str(exc), CANNOT_LISTEN)
         return
     try:
         loaded = serving_domains(domains, data_dir)
@@ -233,8 +239,23 @@ def serve(
         )
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"tau-server: {', '.join(loaded)} on http://{shown}:{bound_port}", err=True)
-    run_http(asgi, sock, policy, log_level)
+    typer.echo(serve_banner(list(loaded), f"http://{shown}:{bound_port}"), err=True)
+    # SIGINT and SIGTERM alike: stop, then exit 0 through the normal exit, which removes the
+    # knowledge-base files (and every episode's writable copy) with the process's folders.
+    stopped = run_http(asgi, sock, policy, log_level)
+    if stopped:
+        typer.echo(f"tau-server: stopped by {stopped}", err=True)
+
+
+def serve_banner(domains: list[str], base: str) -> str:
+    """What `serve` says once it listens: where, and the MCP endpoints to point a client at."""
+    lines = [f"tau-server: {', '.join(domains)} on {base}", "  MCP, each domain's default episode:"]
+    width = max(len(name) for name in domains)
+    for name in domains:
+        lines.append(f"    {name:<{width}}  {base}/{name}/agent/mcp  {base}/{name}/user/mcp")
+    lines.append("  MCP, an episode of its own: POST /{domain}/episodes, then")
+    lines.append("    /{domain}/episodes/{id}/agent/mcp  /{domain}/episodes/{id}/user/mcp")
+    return "\n".join(lines)
 
 
 @app.command()
@@ -253,11 +274,16 @@ def stdio(
     from tau_mcp.servers.stdio import run_stdio
 
     _check_side(side)
+    # SIGTERM as SIGINT: either ends the episode with a normal exit (code 0), which removes the
+    # process's knowledge-base files; uncaught, SIGTERM would end the process before that.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         kwargs = parse_kwargs(retrieval_config_kwargs)
         run_stdio(domain, side, task_id, data_dir, retrieval_config, kwargs)  # type: ignore[arg-type]
     except EngineError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        return
 
 
 @app.command(

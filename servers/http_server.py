@@ -12,15 +12,24 @@
 - Connection cap: past `max_connections` open connections, a new one gets 503 JSON and is closed.
 - The listening socket is bound before anything is printed, so a port in use or out of range is
   one sentence (`BindError`).
+- SIGINT and SIGTERM stop a server alike: gracefully, and then the program goes on to its own
+  clean-up and exits normally (`graceful_stop`). uvicorn alone re-raises the signal once it has
+  stopped, so SIGTERM ended the process (143) before any clean-up ran.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import signal
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import uvicorn
 
 DEFAULT_KEEP_ALIVE = 65.0
 DEFAULT_HEADER_TIMEOUT = 10.0
@@ -170,6 +179,43 @@ def uvicorn_server(
     return _Embedded(config)
 
 
-def run(app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "warning") -> None:
-    """Serve `app` on an already-bound socket until interrupted."""
-    uvicorn_server(app, policy, log_level).run(sockets=[sock])
+@contextlib.contextmanager
+def graceful_stop(server: uvicorn.Server) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM stop `server` gracefully (a second one cuts its wait for open
+    requests short) and stay caught until the block ends, so the host finalises (records open
+    simulations, writes its results file, removes its temp folders) whichever arrives, and when.
+    uvicorn alone would re-raise the signal after stopping, ending the process before that.
+    Yields the signals received. Call it inside the running event loop."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def stop(number: int) -> None:
+        received.append(number)
+        if server.should_exit:
+            server.force_exit = True
+        server.should_exit = True
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    for number in handled:
+        loop.add_signal_handler(number, stop, number)
+    try:
+        yield received
+    finally:
+        for number in handled:
+            loop.remove_signal_handler(number)
+
+
+def run(
+    app, sock: socket.socket, policy: ConnectionPolicy, log_level: str = "warning"
+) -> str | None:
+    """Serve `app` on an already-bound socket until SIGINT or SIGTERM; returns the name of the
+    signal that stopped it (None when the server stopped by itself)."""
+    server = uvicorn_server(app, policy, log_level, handle_signals=False)
+
+    async def serve() -> list[int]:
+        with graceful_stop(server) as received:
+            await server.serve(sockets=[sock])
+        return received
+
+    received = asyncio.run(serve())
+    return signal.Signals(received[0]).name if received else None

@@ -369,3 +369,124 @@ def test_nothing_is_left_behind():
         assert left() == []
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# --- memory and concurrency caps ---------------------------------------------------------------------
+#: Four processes, each allocating 28 chunks of 25 MiB (700 MiB, under the 1 GiB per-process
+#: address-space limit) and printing `<process> <chunks held>` after each one.
+_CHUNK = 25 << 20
+_FOUR_ALLOCATORS = (
+    "for p in 1 2 3 4; do perl -e '$|=1; my @a; for my $i (1..28) "
+    '{ push @a, "a" x (25 << 20); print "$ARGV[0] $i\\n" }\' $p & done; wait'
+)
+
+
+@pytest.fixture
+def open_folder() -> Path:
+    """An empty folder the sandbox's user can reach (under the process's knowledge-base root)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="caps-", dir=FOLDERS.root))
+    os.chmod(folder, 0o755)
+    return folder
+
+
+@needs_sandbox
+def test_a_command_s_processes_share_one_memory_cap(open_folder):
+    """Four processes of one command once held 2.7 GB between them (the limit was per process):
+    now the command is stopped once they hold the cap together."""
+    limits = Limits()
+    done = Sandbox(limits, support_dir=FOLDERS.root).run(_FOUR_ALLOCATORS, open_folder)
+    held: dict[str, int] = {}
+    for line in done.stdout.decode().splitlines():
+        process, chunks = line.split()
+        held[process] = max(held.get(process, 0), int(chunks))
+    total = sum(held.values()) * _CHUNK
+    # What the processes reported holding when stopped: the cap, plus what four processes can
+    # add between two of the watchdog's looks (and the chunk each was building).
+    assert total <= (1 << 30) + 4 * _CHUNK + (128 << 20), (total, held)
+    assert limits.command_memory_bytes == 1 << 30
+    assert done.memory_exceeded and done.returncode is None
+    text = ShellWorkspace(open_folder, sandbox=Sandbox(limits, support_dir=FOLDERS.root)).run(
+        _FOUR_ALLOCATORS
+    )
+    assert text == (
+        "Error (exit code 137): Command stopped: its processes held more than 1024 MiB of "
+        "memory together"
+    )
+
+
+@needs_sandbox
+def test_tmpfs_folders_cannot_hold_memory_past_their_size(open_folder):
+    """/dev (and /dev/shm) were an unbounded tmpfs: files there hold memory no process shows."""
+    done = Sandbox(support_dir=FOLDERS.root).run(
+        'for i in 1 2 3; do head -c 12000000 "/dev/zero" > "/dev/shm/f$i"; done; '
+        'echo x > "/dev/f"; du -sc "/dev/shm" | tail -1',
+        open_folder,
+    )
+    err = done.stderr.decode()
+    assert "No space left on device" in err and "Read-only file system" in err, err
+
+
+@needs_sandbox
+def test_concurrent_commands_wait_for_a_slot_or_are_refused(open_folder):
+    """At most `concurrent_commands` commands run at once per sandbox (per server process); the
+    next waits up to `queue_seconds` for a slot, then is refused in one sentence."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    waiting = Sandbox(Limits(concurrent_commands=2, queue_seconds=10), support_dir=FOLDERS.root)
+    started = time.monotonic()
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: waiting.run("sleep 1; echo ok", open_folder), range(3)))
+    elapsed = time.monotonic() - started
+    assert [r.stdout for r in results] == [b"ok\n"] * 3
+    assert elapsed >= 2.0  # the third waited for one of the first two
+
+    refusing = Sandbox(Limits(concurrent_commands=2, queue_seconds=0.5), support_dir=FOLDERS.root)
+    workspace = ShellWorkspace(open_folder, sandbox=refusing)
+    with ThreadPoolExecutor(3) as pool:
+        texts = list(pool.map(lambda n: workspace.run(f"sleep 2; echo {n}"), range(3)))
+    assert sorted(texts)[:2] == [t for t in sorted(texts) if not t.startswith("Error")]
+    refused = [t for t in texts if t.startswith("Error")]
+    assert refused == [
+        "Error (exit code 1): Command not run: the server is running 2 shell commands already "
+        "and none finished within 0.5 seconds; try again"
+    ]
+    assert refusing.run("echo free", open_folder).stdout == b"free\n"  # the slots came back
+
+
+def test_a_copy_of_the_process_sandbox_shares_its_slots():
+    import copy
+    import pickle
+
+    from tau_mcp.servers.knowledge.sandbox import default_sandbox
+
+    assert copy.deepcopy(default_sandbox()) is default_sandbox()
+    assert pickle.loads(pickle.dumps(default_sandbox())) is default_sandbox()
+    own = Sandbox(Limits(concurrent_commands=3))
+    copied = copy.deepcopy(own)
+    assert copied is not own and copied.limits == own.limits
+
+
+@needs_sandbox
+def test_a_sandbox_whose_memory_cannot_be_read_is_said_once(open_folder, monkeypatch, caplog):
+    monkeypatch.setattr(sandbox.SandboxMemory, "resident_bytes", lambda self: None)
+    monkeypatch.setattr(sandbox, "_unwatched_warned", __import__("threading").Event())
+    own = Sandbox(support_dir=FOLDERS.root)
+    with caplog.at_level("WARNING", logger=sandbox.__name__):
+        assert own.run("sleep 0.6; echo ok", open_folder).stdout == b"ok\n"
+        assert own.run("sleep 0.6; echo ok", open_folder).stdout == b"ok\n"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "total memory is not enforced" in warnings[0]
+
+
+@needs_documents
+@needs_sandbox
+def test_a_writable_workspace_survives_chmod_000_of_itself(kb_folder):
+    workspace = ShellWorkspace(kb_folder, writable=True)
+    workspace.run("echo mine > notes.md")
+    workspace.run("chmod 000 .")
+    assert workspace.run("cat notes.md; ls INDEX.md") == "mine\nINDEX.md\n"
+    workspace.run("chmod 000 . && chmod 000 notes.md")  # the folder is reset, not the files
+    assert workspace.run("cat INDEX.md | head -1") == "# Knowledge Base Index\n"
+    workspace.close()

@@ -46,12 +46,19 @@ def test_person_plays_the_agent_and_is_graded(tmp_path):
     saved = tmp_path / "played.json"
     child = _spawn(_play_demo_as_agent(saved), tmp_path)
     child.expect("create_task\\(user_id: string, title: string")  # tools with parameters
+    # The scripted customer speaks as a customer: in the first person (issue 31 item 14).
+    child.expect_exact("customer: Hi! I am Chidi Okafor (user id chidi). I want a new to-do item")
     child.expect("agent> ")
     child.sendline("create_task(user_id='chidi', title=\"Book flights to Lagos\")")
     child.expect("result: ")
     child.expect("Book flights to Lagos")
     child.expect("agent> ")
     child.sendline("Done: your item is on the list.")
+    # ... and stays after the agent's words, until asked whether it needs anything else.
+    child.expect_exact("customer: Okay. Is there anything else you need from me?")
+    child.expect("agent> ")
+    child.sendline("No. Is there anything else I can help with?")
+    child.expect_exact("customer: No, that is all. Thank you! [ends the conversation]")
     child.expect("ending: user_stop - reward: 1.0")
     child.expect(pexpect.EOF)
     child.close()
@@ -89,7 +96,9 @@ def test_json_call_bad_input_and_a_lost_game(tmp_path):
     child.expect("result: ")
     child.expect("agent> ")
     child.sendline("All set.")
-    child.expect("ending: user_stop - reward: 0.0")
+    child.expect("agent> ")
+    child.sendline("/stop")
+    child.expect("ending: agent_stop - reward: 0.0")
     child.expect("db_match")
     child.expect(pexpect.EOF)
 
@@ -120,15 +129,17 @@ def test_mistyped_calls_are_refused_and_asked_again(tmp_path):
     child.expect("result: ")
     child.expect("agent> ")
     child.sendline("Done: your item is on the list.")
-    child.expect_exact("customer: Thanks, that is all. [ends the conversation]")
+    child.expect("agent> ")
+    child.sendline("Thanks for calling. Anything else?")
+    child.expect_exact("customer: No, that is all. Thank you! [ends the conversation]")
     child.expect("ending: user_stop - reward: 1.0")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
     (sim,) = json.loads(saved.read_text())["simulations"]
     sent = [m for m in sim["messages"] if m["role"] == "assistant"]
-    # Only the greeting, the one good call and the closing words went out.
-    assert [bool(m.get("tool_calls")) for m in sent] == [False, True, False]
+    # Only the greeting, the one good call and the two closing lines went out.
+    assert [bool(m.get("tool_calls")) for m in sent] == [False, True, False, False]
     assert not any("create_tsk" in (m.get("content") or "") for m in sim["messages"])
 
 

@@ -327,3 +327,24 @@ def test_view_lists_tasks_in_natural_order(tmp_path):
     in_order = ["1", "2", "10", "task_9", "task_10"]
     assert re.findall(r"^│ (\S+) +│", tasks_part, re.M) == in_order
     assert re.findall(r"^│ \S+ +│ (\S+) +│", sims_part, re.M) == in_order
+
+
+def test_report_and_view_escape_a_lone_surrogate(tmp_path):
+    """A results file may hold a lone UTF-16 surrogate (valid JSON, not text: a model wrote it);
+    every format and the console write it as its escape, `\\ud800`, instead of crashing."""
+    document = _document("model-\udc80", {"1": [1.0], "2": [0.0]})
+    document["simulations"][0]["messages"][0]["content"] = "bad \ud800 text"
+    path = _write(tmp_path, "lone.json", document)
+    runner = CliRunner()
+    for fmt in ("html", "md", "json"):
+        out = tmp_path / f"r.{fmt}"
+        result = runner.invoke(app, ["report", str(path), "--format", fmt, "-o", str(out)])
+        assert result.exit_code == 0, (fmt, result.output)
+        text = out.read_text(encoding="utf-8")
+        assert "\\udc80" in text, fmt
+        if fmt == "html":  # the one format that holds the conversations
+            assert "\\ud800" in text, fmt
+    result = runner.invoke(app, ["report", str(path), "--format", "md"])  # to standard output
+    assert result.exit_code == 0 and "model-\\udc80" in result.output, result.output
+    result = runner.invoke(app, ["view", str(path), "--sim", "1"])
+    assert result.exit_code == 0 and "bad \\ud800 text" in result.output, result.output

@@ -46,7 +46,13 @@ COMMANDS = (
         "verify",
         {"help": "Check the data folder against the pinned reference release (= data verify)."},
     ),
-    LazyCommand("start", "tau_mcp.harness.cli.tau2", "start", {"context_settings": _EXTRA_ARGS}),
+    # every argument, --help included, goes to `tau-server serve`, whose options it takes
+    LazyCommand(
+        "start",
+        "tau_mcp.harness.cli.tau2",
+        "start",
+        {"context_settings": {**_EXTRA_ARGS, "help_option_names": []}},
+    ),
     # groups of commands
     LazyCommand("data", "tau_mcp.harness.cli.data", "data_app"),
     LazyCommand("export", "tau_mcp.harness.cli.export", "export_app"),
@@ -86,6 +92,11 @@ def _main(
     ),
 ) -> None:
     """Run and grade tau2 simulations against tau-mcp servers."""
+    # Text from results files can hold a lone UTF-16 surrogate (a model's output can): the
+    # console shows it as its escape, `\ud800`, instead of failing mid-table.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
 
 
 def main() -> None:  # pragma: no cover

@@ -6,10 +6,11 @@ import asyncio
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from tau_mcp.harness import redaction
 from tau_mcp.harness.cli.common import REVIEW_LLM_HELP, console, fail
+from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.results import ResultsError, atomic_write, load_results, results_text
 from tau_mcp.servers.engine.errors import DataError

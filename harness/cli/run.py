@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from tau_mcp.conversation.llm import set_request_gate
 from tau_mcp.harness.backends import EpisodeBackend, InfrastructureError
@@ -35,6 +35,7 @@ from tau_mcp.harness.cli.common import (
     retrieval_kwargs_option,
     split_ids,
 )
+from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.cli.tau2_options import (
     Tau2OptionError,
     agent_name,

@@ -144,8 +144,8 @@ def serve(
 
     async def main() -> None:
         from tau_mcp.harness.serve.app import create_serve_app
-        from tau_mcp.harness.serve.host import graceful_stop
         from tau_mcp.harness.serve.simulation import make_hub
+        from tau_mcp.servers.http_server import graceful_stop
 
         loaded = load_domain(domain, data_dir, task_set=task_set_name)
         sock = bind_socket(host, port, policy.backlog)

@@ -161,10 +161,12 @@ def evaluate_trajs(
 # --- start, domain, intro -------------------------------------------------------------------
 def start(ctx: typer.Context) -> None:
     """Serve every domain over MCP (the reference's `start`): `tau-server serve`, whose options
-    it takes."""
+    it takes (--help lists them)."""
     from tau_mcp.servers.cli import app as server_app
 
-    server_app(["serve", *ctx.args], prog_name="tau-server")
+    group = typer.main.get_command(server_app)
+    serve = group.get_command(typer.Context(group), "serve")  # type: ignore[attr-defined]
+    serve.main(ctx.args, prog_name="tau-harness start")
 
 
 def domain_tools(domain: Any, variant: str | None = None) -> dict[str, Any]:
@@ -248,9 +250,20 @@ tau-mcp: the tau2-bench customer-service benchmark (v1.0.1) as MCP servers and a
 
 Start offline, no key needed:   tau-harness run --domain mock --agent oracle --user scripted
 The real benchmark:             tau-harness data fetch, then --domain airline --agent llm ...
-From tau2: docs/from-tau2.md; every command takes --help."""
+From tau2: a tau2 command line works with tau2 replaced by tau-harness (tau2's
+command names and run options are accepted); every command takes --help."""
+
+#: The whole map from tau2, in a source checkout (a wheel installs no docs).
+FROM_TAU2_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "from-tau2.md"
 
 
 def intro() -> None:
     """What tau-mcp is and its commands, beside the tau2 ones they replace."""
-    console.print(INTRO, markup=False, highlight=False)
+    console.print(INTRO, markup=False, highlight=False, soft_wrap=True)  # laid out already
+    if FROM_TAU2_GUIDE.is_file():
+        console.print(
+            f"Every command and option: {FROM_TAU2_GUIDE}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,  # a path cut in two could not be copied
+        )

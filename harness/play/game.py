@@ -20,6 +20,8 @@ from tau_mcp.servers.engine.domain import Domain
 
 HUMAN_AGENT = "tau_mcp.harness.play.terminal:HumanAgent"
 HUMAN_USER = "tau_mcp.harness.play.terminal:HumanUser"
+#: `--user scripted` in play: the scripted user as a customer a person can talk to.
+SCRIPTED_CUSTOMER = "tau_mcp.simulator.scripted:ScriptedCustomer"
 
 
 @dataclass
@@ -40,7 +42,8 @@ def play_config(domain: Domain, settings: PlaySettings) -> RunConfig:
     if settings.side == "agent":
         if settings.other not in ("llm", "scripted"):
             raise ConfigError("when you play the agent, the user is 'llm' or 'scripted'")
-        agent, user = HUMAN_AGENT, settings.other
+        agent = HUMAN_AGENT
+        user = SCRIPTED_CUSTOMER if settings.other == "scripted" else settings.other
     elif settings.side == "user":
         if settings.other not in ("llm", "oracle"):
             raise ConfigError("when you play the user, the agent is 'llm' or 'oracle'")

@@ -16,6 +16,18 @@ class ReportError(ValueError):
     pass
 
 
+def escape_surrogates(text: str) -> str:
+    """`text` with every lone UTF-16 surrogate written as its escape (`\\ud800`). A results file
+    may hold one (valid JSON, but not text: a model's output can carry it), and UTF-8 cannot
+    encode it; the console shows it the same way (`tau-harness` writes its standard output with
+    `backslashreplace`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | None:
     """Write the report; return where, or None when it went to standard output."""
     if fmt not in FORMATS:
@@ -33,6 +45,7 @@ def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | Non
 
         text = render(report, [doc["simulations"] for _, doc in documents])
         output = output or Path("report.html")
+    text = escape_surrogates(text)
     if output is None:
         sys.stdout.write(text)
         return None

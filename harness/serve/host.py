@@ -5,45 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import socket
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
 
 from tau_mcp.harness.serve.app import create_serve_app
 from tau_mcp.harness.serve.simulation import SimulationHub
 from tau_mcp.servers.guards import allowed_hosts_for
 from tau_mcp.servers.http_server import ConnectionPolicy, bind_socket, uvicorn_server
 from tau_mcp.servers.http_stack import HttpGuards
-
-if TYPE_CHECKING:
-    import uvicorn
-
-
-@contextlib.contextmanager
-def graceful_stop(server: uvicorn.Server) -> Iterator[list[int]]:
-    """SIGINT and SIGTERM stop `server` gracefully (a second one cuts its wait for open
-    requests short) and stay caught until the block ends, so the host finalises (records open
-    simulations, writes its results file, drops its lock) whichever arrives, and when. uvicorn
-    alone would re-raise the signal after stopping, ending the process before that. Yields the
-    signals received."""
-    loop = asyncio.get_running_loop()
-    received: list[int] = []
-
-    def stop(number: int) -> None:
-        received.append(number)
-        if server.should_exit:
-            server.force_exit = True
-        server.should_exit = True
-
-    handled = (signal.SIGINT, signal.SIGTERM)
-    for number in handled:
-        loop.add_signal_handler(number, stop, number)
-    try:
-        yield received
-    finally:
-        for number in handled:
-            loop.remove_signal_handler(number)
 
 
 @contextlib.asynccontextmanager

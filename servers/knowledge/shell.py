@@ -19,18 +19,28 @@ What the reference does around the sandbox, and we keep (its outputs are the too
   runs past the time limit gives exit code 124 and `Command timed out after 30 seconds`.
 
 What we add: output past the sandbox's cap is cut (at a character boundary) and says so; a
-writable workspace that grows past its limits is restored to the knowledge base as it was.
+writable workspace that grows past its limits is restored to the knowledge base as it was, and
+its folder's own permissions are reset before each command (`chmod 000 .` must not lock the
+episode out of its shell); a command stopped at the memory cap, or refused because the server
+runs its most commands at once, says so in one sentence.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 from pathlib import Path
 
 from tau_mcp.servers.knowledge.kb_files import FOLDERS, ProcessFolders, remove_tree
-from tau_mcp.servers.knowledge.sandbox import Completed, Limits, Sandbox, workspace_owner
+from tau_mcp.servers.knowledge.sandbox import (
+    Completed,
+    Limits,
+    Sandbox,
+    default_sandbox,
+    workspace_owner,
+)
 
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 _DOUBLE_QUOTED = re.compile(r'"[^"]*"')
@@ -42,6 +52,7 @@ _LS_LINE = re.compile(
     re.MULTILINE,
 )
 _LS_OWNER = "kb_user  kb_group"
+_FOLDER_MODE = 0o755
 _LS_DATE = "Jan  1 00:00"
 
 
@@ -154,6 +165,8 @@ class ShellWorkspace:
         # A read-only workspace has no state: every episode's commands run side by side. A
         # writable one runs its episode's commands one at a time.
         with self._lock if self.writable else contextlib.nullcontext():
+            if self.writable:
+                self._reopen()
             try:
                 done = self.sandbox.run(command, self.folder, writable=self.writable)
             except ValueError as exc:  # a NUL byte cannot be passed to a process
@@ -162,8 +175,36 @@ class ShellWorkspace:
                 self._reset()
         return self._report(done)
 
+    def _reopen(self) -> None:
+        """The workspace folder as it was made (`0755`): a command that ran `chmod 000 .` would
+        otherwise leave the sandbox unable to enter it for the rest of the episode. What the
+        commands did to the files and folders inside is theirs to keep."""
+        try:
+            os.chmod(self.folder, _FOLDER_MODE)
+        except OSError:
+            pass
+
     def _report(self, done: Completed) -> tuple[int, str, str]:
         limits: Limits = self.sandbox.limits
+        if done.busy:
+            return (
+                1,
+                "",
+                (
+                    f"Command not run: the server is running {limits.concurrent_commands} shell "
+                    f"commands already and none finished within {_seconds(limits.queue_seconds)} "
+                    "seconds; try again"
+                ),
+            )
+        if done.memory_exceeded:
+            return (
+                137,
+                "",
+                (
+                    "Command stopped: its processes held more than "
+                    f"{limits.command_memory_bytes >> 20} MiB of memory together"
+                ),
+            )
         if done.timed_out:
             return 124, "", f"Command timed out after {_seconds(limits.wall_seconds)} seconds"
         if done.workspace_overflow:
@@ -206,18 +247,3 @@ class ShellWorkspace:
                 remove_tree(scratch.parent)
             except OSError:
                 pass
-
-
-_DEFAULT: Sandbox | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_sandbox() -> Sandbox:
-    """The process's sandbox with the default limits (its support files under the process's
-    knowledge-base folder, so they go when it goes)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        with _DEFAULT_LOCK:
-            if _DEFAULT is None:
-                _DEFAULT = Sandbox(support_dir=FOLDERS.root)
-    return _DEFAULT

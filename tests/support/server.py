@@ -101,7 +101,7 @@ def real_server(
     command = [
         sys.executable,
         "-c",
-        "from servers.cli import app; app()",
+        "from tau_mcp.servers.cli import app; app()",
         "serve",
         "--port",
         str(port),
