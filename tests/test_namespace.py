@@ -5,6 +5,7 @@ package, the tests or the scripts, and a run loads no module under those names."
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -36,6 +37,25 @@ def test_no_source_file_imports_a_bare_package_name():
     assert len(files) > 200
     offenders = [hit for path in files for hit in _bare_imports(path)]
     assert offenders == []
+
+
+CODE_IN_STRINGS = re.compile(
+    r"(?:\bfrom|\bimport)\s+(?:%s)(?:\.|\s+import\b)" % "|".join(sorted(BARE))
+)
+"""`from harness.cli import main` or `import servers.app` inside a string: code a subprocess runs."""
+
+
+def test_no_code_in_a_string_imports_a_bare_package_name():
+    offenders = []
+    for path in (p for folder in SOURCES for p in (ROOT / folder).rglob("*.py")):
+        if path.name == "test_namespace.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if CODE_IN_STRINGS.search(node.value):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
+    assert CODE_IN_STRINGS.search("python -c 'from servers.cli import app; app()'")
 
 
 def test_the_finder_sees_a_bare_import():
