@@ -40,7 +40,7 @@ def test_no_source_file_imports_a_bare_package_name():
 
 
 CODE_IN_STRINGS = re.compile(
-    r"(?:\bfrom|\bimport)\s+(?:%s)(?:\.|\s+import\b)" % "|".join(sorted(BARE))
+    r"(?:\bfrom|\bimport)\s+(?:" + "|".join(sorted(BARE)) + r")(?:\.|\s+import\b)"
 )
 """`from harness.cli import main` or `import servers.app` inside a string: code a subprocess runs."""
 
