@@ -18,7 +18,6 @@ import collections
 import logging
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from tau_mcp.servers.engine.tasks import Task
 
 def serve_config(config: RunConfig) -> RunConfig:
     """A served simulation is played once: an outside agent's moves cannot be replayed."""
-    return replace(config, max_retries=0, retry_delay=0.0)
+    return config.replace(max_retries=0, retry_delay=0.0)
 
 
 def _show_to_channel(orchestrator: Orchestrator) -> None:
