@@ -210,7 +210,9 @@ def _one_sentence(exc: ValidationError) -> str:
     name = ".".join(str(part) for part in error["loc"]) or "the run configuration"
     if error["type"] == "extra_forbidden":
         known = list(RunConfig.model_fields)
-        close = difflib.get_close_matches(name, known, n=1)
+        close = [f for f in known if f.startswith(name)] or difflib.get_close_matches(
+            name, known, n=1
+        )
         hint = f" (did you mean {close[0]}?)" if close else ""
         return f"unknown run option '{name}'{hint}"
     if error["type"] == "missing":
