@@ -75,7 +75,7 @@ def simulations_for(backend: EpisodeBackend, domain: Domain, config: RunConfig) 
     """The run's one-simulation piece; with agent "cmd" the agent's seat is the hosted MCP
     endpoint a program plays (`tau_mcp.harness.serve`, loaded only then)."""
     if config.agent == "cmd":
-        from tau_mcp.harness.serve.channel import OutsideAgent
+        from tau_mcp.harness.seat import OutsideAgent
 
         # `timeout` bounds the program (tau_mcp.harness.serve.command), which then ends the
         # conversation from the agent's side and has it graded (docs/serve.md)

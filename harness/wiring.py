@@ -41,18 +41,18 @@ def load_domain(
     return domain
 
 
-_shared: dict[tuple[str, str], Domain] = {}
+_shared: dict[tuple[str, str, str | None], Domain] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_domain(name: str, data_dir: str | Path | None) -> Domain:
-    """A warm domain loaded once per process and shared by every environment or task that
-    asks for it (its data is read-only)."""
-    key = (name, str(data_dir or ""))
+def shared_domain(name: str, data_dir: str | Path | None, task_set: str | None = None) -> Domain:
+    """A warm domain (bound to `task_set`, if named) loaded once per process and shared by
+    every environment or task that asks for it (its data is read-only)."""
+    key = (name, str(data_dir or ""), task_set)
     with _shared_lock:
         domain = _shared.get(key)
         if domain is None:
-            domain = _shared[key] = load_domain(name, data_dir, ready="warm")
+            domain = _shared[key] = load_domain(name, data_dir, ready="warm", task_set=task_set)
         return domain
 
 
