@@ -84,7 +84,7 @@ class Reply:
 
 @dataclass
 class _Move:
-    message: ChatMessage
+    message: ChatMessage | Exception  # an exception: the policy failed to make its move
     answer: asyncio.Future[Reply] = field(repr=False)
 
 
@@ -124,9 +124,11 @@ class Seat:
         return self._pending is not None or not self._queue.empty()
 
     # --- the policy's side ------------------------------------------------------------------
-    async def move(self, message: ChatMessage) -> Reply:
+    async def move(self, message: ChatMessage | Exception) -> Reply:
         """Make one move and wait for what it gets back (moves made at once are played one
-        at a time, in the order they were made)."""
+        at a time, in the order they were made). An exception is a policy that failed to
+        move: the seated participant raises it at its turn, so the simulation fails as it
+        would for any participant (retried, or recorded as an infrastructure error)."""
         async with self._lock:
             if self.closed:
                 return Reply(ended=True, final=self._after)
@@ -189,6 +191,8 @@ class Seat:
         finally:
             self._waiting.clear()
         self._pending = move
+        if isinstance(move.message, Exception):
+            raise move.message
         return outside_message(self.side, move.message)
 
     def deliver(self, incoming: Incoming) -> None:
