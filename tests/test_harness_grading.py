@@ -213,7 +213,7 @@ async def test_nl_assertions_are_left_out_when_judging_is_off(mock):
         reward_basis=["NL_ASSERTION"],
     )
     ref = await backend.create_episode("mock", task.id)
-    info = await Grader(backend, domain, judge_llm="none").grade(
+    info = await Grader(backend, domain, judge=None).grade(
         task, [said("assistant", "hi")], "user_stop", ref
     )
     assert info["nl_assertions"] is None and "not judged" in info["info"]["nl"]["note"]
