@@ -9,7 +9,6 @@ the default arguments rather than merge into them, as the reference's CLI does: 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +67,7 @@ def with_llm_defaults(config: RunConfig, texts: ReferenceTexts | None) -> RunCon
             changes["user_llm"] = d.user_llm
         if config.user_llm_args is None:
             changes["user_llm_args"] = d.user_llm_args
-    return dataclasses.replace(config, **changes) if changes else config
+    return config.replace(**changes) if changes else config
 
 
 def prompt_set_info(texts: ReferenceTexts | None) -> dict[str, Any]:

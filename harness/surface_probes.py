@@ -67,13 +67,14 @@ async def captured_participant(
             await asyncio.Event().wait()
 
     if seat == "agent":
-        config = RunConfig(domain.name, agent_llm=PROBE_MODEL, user="dummy" if solo else "scripted")
+        seats = {"agent_llm": PROBE_MODEL, "user": "dummy" if solo else "scripted"}
         kinds: dict[str, Any] = {"agent_factory": Captured}
     else:
-        config = RunConfig(domain.name, agent="oracle", user_llm=PROBE_MODEL)
+        seats = {"agent": "oracle", "user_llm": PROBE_MODEL}
         kinds = {"user_factory": Captured}
-    config.max_retries = 0
-    config.retrieval_config = variant
+    config = RunConfig(
+        domain=domain.name, max_retries=0, retrieval_config=variant, judge_llm="none", **seats
+    )
     backend = await in_process_backend({domain.name: domain})
     try:
         runner = SimulationRunner(backend, domain, config, **kinds)

@@ -1,5 +1,5 @@
-"""Set-up every entry point shares, written once: loading a domain, opening the backend its
-episodes live on, and building the NL judge.
+"""Set-up every entry point shares, written once: loading a domain and opening the backend its
+episodes live on.
 
 The command line, `tau-harness serve`, the worker processes, the Ray actors and the Gymnasium,
 verifiers and Inspect integrations all start here, so a URL means the same thing everywhere.
@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tau_mcp.conversation import collector
-from tau_mcp.grading import Judge
 from tau_mcp.harness import redaction
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.servers.engine.domain import Domain
-
-#: What `--judge-llm` values switch the judge off.
-NO_JUDGE = frozenset({"none", "off", "no", ""})
 
 Readiness = Literal["load", "warm", "lazy"]
 
@@ -45,18 +41,18 @@ def load_domain(
     return domain
 
 
-_shared: dict[tuple[str, str], Domain] = {}
+_shared: dict[tuple[str, str, str | None], Domain] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_domain(name: str, data_dir: str | Path | None) -> Domain:
-    """A warm domain loaded once per process and shared by every environment or task that
-    asks for it (its data is read-only)."""
-    key = (name, str(data_dir or ""))
+def shared_domain(name: str, data_dir: str | Path | None, task_set: str | None = None) -> Domain:
+    """A warm domain (bound to `task_set`, if named) loaded once per process and shared by
+    every environment or task that asks for it (its data is read-only)."""
+    key = (name, str(data_dir or ""), task_set)
     with _shared_lock:
         domain = _shared.get(key)
         if domain is None:
-            domain = _shared[key] = load_domain(name, data_dir, ready="warm")
+            domain = _shared[key] = load_domain(name, data_dir, ready="warm", task_set=task_set)
         return domain
 
 
@@ -71,12 +67,3 @@ async def open_backend(
     if server:
         return await remote_backend(server, token, domain.name)
     return await in_process_backend({domain.name: domain}, token)
-
-
-def build_judge(model: str | None, llm_args: dict[str, Any] | None = None) -> Judge | None:
-    """The NL-assertion judge: None when `model` switches judging off ('none', 'off'...); model
-    None is the default judge model (the reference texts', else ours). `llm_args` are laid over
-    the judge's default arguments."""
-    if model is not None and model.strip().lower() in NO_JUDGE:
-        return None
-    return Judge(model, dict(llm_args or {}))

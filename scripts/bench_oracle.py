@@ -43,6 +43,7 @@ async def bench(data_dir: Path, names: list[str], concurrency: int) -> int:
                 user="scripted",
                 max_concurrency=concurrency,
                 max_retries=0,
+                judge_llm="none",
             )
             sims = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
             summary = summarize(sims)

@@ -169,7 +169,7 @@ async def run(args) -> Path:
             max_concurrency=1,
             max_steps=args.max_steps,
             max_retries=0,
-            judge=None,
+            judge_llm="none",
             save_to=args.save_to,
             retrieval_config=args.retrieval_config,
         )

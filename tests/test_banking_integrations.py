@@ -149,12 +149,15 @@ def test_eval_protocol_rows_name_the_config_and_carry_its_policy() -> None:
 
 def test_inspect_task_refuses_a_config_that_cannot_run() -> None:
     pytest.importorskip("inspect_ai", reason="inspect-ai not installed (the inspect extra)")
-    from tau_mcp.harness.integrations.inspect_tasks import tau_mcp_task
+    from tau_mcp.harness.integrations.inspect_tasks import tau2
 
     with pytest.raises(ValueError, match="cannot run here"):
-        tau_mcp_task("banking_knowledge", task_ids="task_001", data_dir=str(DATA_DIR))
-    task = tau_mcp_task(
-        "banking_knowledge", task_ids="task_001", data_dir=str(DATA_DIR), retrieval_config="bm25"
+        tau2(domain="banking_knowledge", task_ids="task_001", data_dir=str(DATA_DIR))
+    task = tau2(
+        domain="banking_knowledge",
+        task_ids="task_001",
+        data_dir=str(DATA_DIR),
+        retrieval_config="bm25",
     )
     assert len(task.dataset) == 1
 

@@ -306,7 +306,11 @@ async def test_step_and_error_limits(mock):
 async def test_solo_oracle_with_the_dummy_user(mock):
     domain, backend = mock
     config = RunConfig(
-        domain="mock", agent="oracle", user="dummy", task_ids=["demo_create", "demo_complete"]
+        judge_llm="none",
+        domain="mock",
+        agent="oracle",
+        user="dummy",
+        task_ids=["demo_create", "demo_complete"],
     )
     sims = (await Runner(SimulationRunner(backend, domain, config)).run()).simulations
     for sim in sims:
@@ -321,7 +325,9 @@ def test_bad_run_configurations_fail_with_one_sentence(mock):
     from tau_mcp.harness.errors import ConfigError
 
     def make(**settings):
-        return SimulationRunner(backend, domain, RunConfig(domain="mock", **settings))
+        return SimulationRunner(
+            backend, domain, RunConfig(judge_llm="none", domain="mock", **settings)
+        )
 
     # A model-driven agent without --agent-llm gets the default model.
     assert make(agent="llm", user="scripted").config.agent_llm

@@ -165,6 +165,7 @@ async def test_solo_agent_works_the_ticket_and_stops_with_done(fake: FakeLLMServ
     )
     domain = load("mock", DEMO_DIR)
     config = RunConfig(
+        judge_llm="none",
         domain="mock",
         agent="solo",
         agent_llm=f"openai/{AGENT}",

@@ -32,6 +32,7 @@ async def test_oracle_reaches_the_gold_state_on_every_base_task(name: str):
         pytest.skip(missing)
     domain = load(name)
     config = RunConfig(
+        judge_llm="none",
         domain=name,
         agent="oracle",
         user="scripted",
@@ -83,7 +84,12 @@ async def test_oracle_on_a_named_task_set_of_telecom_workflow():
     recorded fixtures cover, so the check is the grader's)."""
     domain = load_domain("telecom-workflow", DATA_DIR, task_set="telecom_small")
     config = RunConfig(
-        domain=domain.name, agent="oracle", user="scripted", max_concurrency=8, max_retries=0
+        judge_llm="none",
+        domain=domain.name,
+        agent="oracle",
+        user="scripted",
+        max_concurrency=8,
+        max_retries=0,
     )
     async with mcp_backend(domain) as backend:
         results = await Runner(SimulationRunner(backend, domain, config)).run()

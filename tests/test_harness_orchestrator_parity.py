@@ -193,6 +193,7 @@ async def test_the_trial_seed_overrides_a_seed_in_the_model_arguments():
         fake.script("user-model", text("Create a task 'X' for user_1."), text(f"Bye {STOP}"))
         fake.script("agent-model", call("create_task", user_id="user_1", title="X"), text("Done."))
         config = RunConfig(
+            judge_llm="none",
             domain="mock",
             agent="llm",
             agent_llm="openai/agent-model",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import asynccontextmanager
-from dataclasses import replace
 
 import httpx2
 import pytest
@@ -43,7 +42,9 @@ async def served(name: str, token: str | None = None, save_to=None, **settings):
     if missing:
         pytest.skip(missing)
     domain = load(name)
-    config = RunConfig(domain=name, agent="mcp", **{"user": "scripted", **settings})
+    config = RunConfig(
+        domain=name, agent="mcp", **{"user": "scripted", "judge_llm": "none", **settings}
+    )
     async with mcp_backend(domain) as backend:
         hub = make_hub(backend, domain, config, save_to)
         try:
@@ -98,7 +99,7 @@ async def agent_client(kind: str, url: str, token: str | None = None):
 @pytest.mark.parametrize("kind", ["fastmcp", "mcp-sdk"])
 @pytest.mark.parametrize("name", list(TASKS))
 async def test_an_mcp_client_plays_the_gold_plan_and_gets_reward_one(name: str, kind: str):
-    async with served(name, judge=None) as (base, http, hub, domain):
+    async with served(name, judge_llm="none") as (base, http, hub, domain):
         created = await _create(http, TASKS[name])
         assert created["mcp"] == f"/simulations/{created['simulation_id']}/mcp"
         async with agent_client(kind, base + created["mcp"]) as (call, instructions, policy, tools):
@@ -145,7 +146,7 @@ async def test_an_mcp_client_plays_the_gold_plan_and_gets_reward_one(name: str, 
 
 
 async def test_skipping_the_actions_scores_zero():
-    async with served("airline", judge=None) as (base, http, hub, domain):
+    async with served("airline", judge_llm="none") as (base, http, hub, domain):
         created = await _create(http, AIRLINE_TASK)
         async with agent_client("fastmcp", base + created["mcp"]) as (call, *_):
             await play(call, domain.task(AIRLINE_TASK), skip_actions=True)
@@ -156,7 +157,7 @@ async def test_skipping_the_actions_scores_zero():
 
 
 async def test_two_simulations_of_one_task_stay_isolated():
-    async with served("mock", judge=None) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none") as (base, http, hub, domain):
         first, second = await _create(http, "create_task_1"), await _create(http, "create_task_1")
         assert first["simulation_id"] != second["simulation_id"]
         task = domain.task("create_task_1")
@@ -174,7 +175,7 @@ async def test_two_simulations_of_one_task_stay_isolated():
 
 
 async def test_end_from_the_agent_side_then_calls_are_refused():
-    async with served("mock", judge=None) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none") as (base, http, hub, domain):
         created = await _create(http, "create_task_1")
         sim_path = f"/simulations/{created['simulation_id']}"
         async with agent_client("fastmcp", base + created["mcp"]) as (call, *_):
@@ -199,7 +200,7 @@ async def test_end_from_the_agent_side_then_calls_are_refused():
 
 
 async def test_errors_are_json_and_the_token_is_required():
-    async with served("mock", token="s3cret", judge=None) as (base, http, hub, domain):
+    async with served("mock", token="s3cret", judge_llm="none") as (base, http, hub, domain):
         unknown_task = await http.post("/simulations", json={"task_id": "nope"})
         assert (
             unknown_task.status_code == 404
@@ -232,7 +233,7 @@ async def test_errors_are_json_and_the_token_is_required():
 
 
 async def test_task_history_is_shown_with_the_first_answer():
-    async with served("mock", judge=None) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none") as (base, http, hub, domain):
         created = await _create(http, "update_task_with_message_history")
         async with agent_client("fastmcp", base + created["mcp"]) as (call, *_):
             first, error = await call("get_users", {})
@@ -250,7 +251,7 @@ async def test_llm_user_through_the_fake_model_server(fake):
     fake.script("user-model", text("Please create a task 'Important Meeting' for user_1."))
     fake.script("user-model", text("Great, thanks! ###STOP###"))
     settings = {"user": "llm", "user_llm": "openai/user-model", "user_llm_args": fake.llm_args()}
-    async with served("mock", judge=None, **settings) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none", **settings) as (base, http, hub, domain):
         created = await _create(http, "create_task_1")
         async with agent_client("mcp-sdk", base + created["mcp"]) as (call, *_):
             reply, _ = await call("send_message_to_user", {"message": "Hi! What can I do?"})
@@ -272,7 +273,7 @@ async def test_llm_user_through_the_fake_model_server(fake):
 
 async def test_save_to_appends_and_resumes(tmp_path):
     out = tmp_path / "served.json"
-    async with served("mock", judge=None, save_to=out) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none", save_to=out) as (base, http, hub, domain):
         created = await _create(http, "create_task_1")
         async with agent_client("fastmcp", base + created["mcp"]) as (call, *_):
             await play(call, domain.task("create_task_1"))
@@ -284,7 +285,7 @@ async def test_save_to_appends_and_resumes(tmp_path):
     assert [s["id"] for s in saved["simulations"]] == [created["simulation_id"]]
     assert saved["info"]["environment_info"]["domain_name"] == "mock"
     assert [t["id"] for t in saved["tasks"]] == ["create_task_1"]
-    async with served("mock", judge=None, save_to=out) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none", save_to=out) as (base, http, hub, domain):
         assert (
             await http.post("/simulations", json={"task_id": "create_task_1"})
         ).status_code == 409
@@ -296,18 +297,18 @@ async def test_save_to_appends_and_resumes(tmp_path):
         ("create_task_1", 1),
     ]
     with pytest.raises(Exception, match="domain 'mock'"):
-        async with served("airline", judge=None, save_to=out):
+        async with served("airline", judge_llm="none", save_to=out):
             pass
 
 
 def test_serve_config_plays_once():
     from tau_mcp.harness.serve.simulation import serve_config
 
-    assert serve_config(replace(RunConfig(domain="mock"), max_retries=5)).max_retries == 0
+    assert serve_config(RunConfig(domain="mock").replace(max_retries=5)).max_retries == 0
 
 
 async def test_unknown_tools_fail_like_the_episode_endpoint_and_limits_end_the_run():
-    async with served("mock", judge=None, max_steps=4) as (base, http, hub, domain):
+    async with served("mock", judge_llm="none", max_steps=4) as (base, http, hub, domain):
         created = await _create(http, "create_task_1")
         async with SdkClient(
             base + created["mcp"], mode="legacy"
@@ -386,7 +387,7 @@ async def test_episodes_on_a_running_tau_server():
     from tests.support.server import real_server
 
     domain = load("mock")
-    config = RunConfig(domain="mock", agent="mcp", user="scripted", judge=None)
+    config = RunConfig(domain="mock", agent="mcp", user="scripted", judge_llm="none")
     with real_server("mock", "--token", "srv") as server_url:
         backend = await remote_backend(server_url, "srv", "mock")
         try:
@@ -422,7 +423,9 @@ async def test_a_task_dependent_policy_is_each_simulations_own(mode: str):
     ]
     tasks = ["task_001", "task_002"]
     seen = {}
-    async with served("banking_knowledge", judge=None, retrieval_config="golden_retrieval") as (
+    async with served(
+        "banking_knowledge", judge_llm="none", retrieval_config="golden_retrieval"
+    ) as (
         base,
         http,
         hub,

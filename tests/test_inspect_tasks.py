@@ -1,5 +1,7 @@
 """Inspect tasks with Inspect's own mock model (no key): the eval log holds our reward per
-sample. Needs the `inspect` extra (`pip install -e ".[inspect]"`)."""
+sample; one parameterised task (`tau2`) with an alias per domain, one runner per configuration,
+the outside seat's ending rule, and every run option reaching the task. Needs the `inspect`
+extra (`pip install -e ".[inspect]"`)."""
 
 from __future__ import annotations
 
@@ -64,16 +66,21 @@ def test_mock_model_as_agent_llm_user_reward_in_log(fake, tmp_path: Path) -> Non
 
 
 @pytest.mark.e2e
-def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
-    """`inspect eval tau_mcp/tau_mcp_mock --model mockllm/model`: what a user types."""
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("tau_mcp/tau2", ["-T", "domain=mock"]), ("tau_mcp/tau_mcp_mock", [])],
+)
+def test_cli_entry_point_scripted_user(tmp_path: Path, name: str, options: list[str]) -> None:
+    """`inspect eval tau_mcp/tau2 -T domain=mock --model mockllm/model` (and the domain's
+    alias): what a user types."""
     inspect = Path(sys.executable).with_name("inspect")
-    if not inspect.exists():
-        pytest.skip("the inspect command is not installed beside this interpreter")
+    command = [str(inspect)] if inspect.exists() else [sys.executable, "-m", "inspect_ai"]
     run = subprocess.run(
         [
-            str(inspect),
+            *command,
             "eval",
-            "tau_mcp/tau_mcp_mock",
+            name,
+            *options,
             "--model",
             "mockllm/model",
             "-T",
@@ -97,7 +104,7 @@ def test_cli_entry_point_scripted_user(tmp_path: Path) -> None:
     from inspect_ai.log import list_eval_logs, read_eval_log
 
     log = read_eval_log(list_eval_logs(str(tmp_path))[0])
-    assert log.eval.task == "tau_mcp/tau_mcp_mock"
+    assert log.eval.task == name
     [sample] = log.samples
     score = sample.scores["tau_mcp_grade"]
     assert (score.value, score.answer) == (0.0, "user_stop")  # the mock model only chats
@@ -113,10 +120,100 @@ def test_bad_options_fail_with_one_sentence() -> None:
         tau_mcp_mock(split="zz", data_dir=str(DATA_DIR))
 
 
-def test_task_ids_as_inspect_parses_them() -> None:
-    from tau_mcp.harness.integrations.inspect_tasks import _ids
+def test_task_ids_as_inspect_gives_them() -> None:
+    from tau_mcp.harness.integrations.inspect_tasks import tau2
 
-    assert _ids(7) == ["7"]  # `-T task_ids=7` arrives as a number
-    assert _ids("0, 1,2") == ["0", "1", "2"]
-    assert _ids([3, "4"]) == ["3", "4"]
-    assert _ids(None) is None
+    # `-T task_ids=7` arrives as a number, `-T task_ids=a,b` as one text
+    for given in ("create_task_1, update_task_1", ["create_task_1", "update_task_1"]):
+        task = tau2(domain="mock", task_ids=given, data_dir=str(DATA_DIR))
+        assert [s.id for s in task.dataset] == ["create_task_1", "update_task_1"]
+
+
+def test_one_parameterised_task_and_an_alias_per_registry_domain() -> None:
+    from inspect_ai._util.registry import registry_info
+
+    from tau_mcp.harness.integrations import inspect_tasks
+    from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+
+    assert set(inspect_tasks.DOMAIN_TASKS) == set(DOMAIN_NAMES)
+    for name in DOMAIN_NAMES:
+        alias = getattr(inspect_tasks, f"tau_mcp_{name}")
+        assert registry_info(alias).name.endswith(f"tau_mcp_{name}")
+    alias = inspect_tasks.tau_mcp_mock(task_ids="create_task_1", data_dir=str(DATA_DIR))
+    direct = inspect_tasks.tau2(domain="mock", task_ids="create_task_1", data_dir=str(DATA_DIR))
+    assert [s.id for s in alias.dataset] == [s.id for s in direct.dataset] == ["create_task_1"]
+    assert alias.dataset.name == direct.dataset.name == "tau_mcp_mock_base"
+
+
+def test_options_are_run_options_checked_in_one_sentence() -> None:
+    from tau_mcp.harness.integrations.inspect_tasks import tau2
+
+    with pytest.raises(ValueError, match="unknown run option 'user_model'"):
+        tau2(domain="mock", user_model="x", data_dir=str(DATA_DIR))
+    with pytest.raises(ValueError, match="does not take num_trials: Inspect runs epochs"):
+        tau2(domain="mock", num_trials=2, data_dir=str(DATA_DIR))
+    with pytest.raises(ValueError, match="max_steps: input should be greater than or equal"):
+        tau2(domain="mock", max_steps=0, data_dir=str(DATA_DIR))
+    split = tau2(domain="mock", split="base", data_dir=str(DATA_DIR))
+    task_split = tau2(domain="mock", task_split="base", data_dir=str(DATA_DIR))
+    assert [s.id for s in split.dataset] == [s.id for s in task_split.dataset]
+
+
+@pytest.mark.needs_data("telecom")
+def test_task_set_name_reaches_the_task() -> None:
+    from tau_mcp.harness.integrations.inspect_tasks import tau2
+    from tau_mcp.servers.domains.registry import load_domains
+
+    small = load_domains(["telecom"], DATA_DIR, task_set="telecom_small")["telecom"]
+    task = tau2(domain="telecom", task_set_name="telecom_small", data_dir=str(DATA_DIR))
+    assert [s.id for s in task.dataset] == small.task_ids("base")
+    assert len(task.dataset) == 20
+
+
+def test_the_model_ends_by_the_seat_rule_and_samples_share_one_runner(fake, tmp_path) -> None:
+    """The outside seat's one rule (docs/seat.md): the model ends the conversation with the
+    stop token in its text or a call of `done` (agent_stop); every sample of the task runs on
+    one runner."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import ModelOutput, get_model
+
+    from tau_mcp.harness.integrations import inspect_tasks
+
+    agent = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            ModelOutput.from_content("mockllm/model", "That is all I can do. ###STOP###"),
+            ModelOutput.for_tool_call("mockllm/model", "done", {}),
+        ],
+    )
+    for index in range(2):
+        fake.script("seat-user", text(f"I need help, case {index}."))
+    built = []
+    original = inspect_tasks.SimulationRunner
+
+    class Counted(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    inspect_tasks.SimulationRunner = Counted
+    try:
+        task = inspect_tasks.tau2(
+            domain="mock",
+            task_ids="create_task_1,update_task_1",
+            user_llm="openai/seat-user",
+            user_llm_args=fake.llm_args(),
+            data_dir=str(DATA_DIR),
+        )
+        logs = inspect_eval(task, model=agent, log_dir=str(tmp_path), max_samples=1, display="none")
+    finally:
+        inspect_tasks.SimulationRunner = original
+    assert logs[0].status == "success", logs[0].error
+    log = read_eval_log(logs[0].location)
+    answers = {s.id: s.scores["tau_mcp_grade"].answer for s in log.samples}
+    assert answers == {"create_task_1": "agent_stop", "update_task_1": "agent_stop"}
+    ended = next(s for s in log.samples if s.id == "update_task_1")
+    assert ended.messages[-1].role == "assistant" and "###STOP###" in ended.messages[-1].text
+    assert not ended.messages[-1].tool_calls  # the `done` call is recorded as the stop
+    assert built == [1]

@@ -131,3 +131,44 @@ def test_vf_eval_on_an_airline_task(tmp_path: Path):
     assert row["reward"] == 1.0, row["tau"]
     assert row["tau"]["reward_info"]["reward_basis"] == ["DB", "COMMUNICATE"]
     assert row["tau"]["termination_reason"] == "user_stop"
+
+
+def test_vf_eval_policy_ends_by_the_seat_rule(tmp_path: Path):
+    """The outside seat's one rule (docs/seat.md): a policy that calls `done` ends the rollout
+    with the agent stop, the call recorded as the stop message."""
+    script = _vf_eval()
+    with FakeLLMServer() as fake:
+        fake.script("user", text("Please create a task called 'Important Meeting' for user_1."))
+        fake.script("policy", call("done"))
+        [row] = _run(script, fake, {"domain": "mock", "task_ids": ["create_task_1"]}, tmp_path)
+    assert row["tau"]["termination_reason"] == "agent_stop"
+    assert row["reward"] == 0.0
+    last = row["tau"]["reward_info"]
+    assert last is not None and not last["db_check"]["db_match"]
+
+
+def test_task_set_name_reaches_the_environment():
+    """`task_set_name` (the run option `--task-set-name`) selects the environment's rows."""
+    reason = domain_available("telecom")
+    if reason:
+        pytest.skip(reason)
+    python = _vf_eval().with_name("python")
+    probe = (
+        "import json, sys\n"
+        "from tau_mcp.harness.integrations.verifiers_env import load_environment\n"
+        "env = load_environment(domain='telecom', task_set_name='telecom_small',"
+        " user='scripted', data_dir=sys.argv[1])\n"
+        "print(json.dumps([row['info']['task_id'] for row in env.dataset]))\n"
+    )
+    done = subprocess.run(
+        [str(python), "-c", probe, str(DATA_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    from tau_mcp.servers.domains.registry import load_domains
+
+    small = load_domains(["telecom"], DATA_DIR, task_set="telecom_small")["telecom"]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == small.task_ids("base")

@@ -29,6 +29,7 @@ async def test_demo_data_runs_on_our_own_prompts_and_defaults(fake: FakeLLMServe
     fake.script(AGENT, text("I cannot do that right now."))
     domain = load_domains(["mock"], DEMO_DIR)["mock"]
     config = RunConfig(
+        judge_llm="none",
         domain="mock",
         agent_llm=f"openai/{AGENT}",
         user_llm=f"openai/{USER}",
@@ -59,6 +60,7 @@ async def test_reference_texts_drive_the_gt_agent_and_given_args_replace_default
     domain = load("mock")
     only_base = {"api_base": fake.api_base, "api_key": "fake-key", "num_retries": 0}
     config = RunConfig(
+        judge_llm="none",
         domain="mock",
         agent="gt",
         agent_llm=f"openai/{AGENT}",

@@ -16,12 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tau_mcp.harness.cli import app
-from tau_mcp.harness.config import RunConfig
-from tau_mcp.harness.distributed.limits import (
-    LimitError,
-    LocalProviderLimits,
-    parse_provider_limits,
-)
+from tau_mcp.harness.config import RunConfig, parse_provider_limits
+from tau_mcp.harness.distributed.limits import LocalProviderLimits
+from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.results import journal_path, load_results
 from tau_mcp.harness.runner import Runner
@@ -36,7 +33,7 @@ def test_provider_limits_parse_and_hold_in_one_process():
     assert parse_provider_limits("openai=40, anthropic=20") == {"openai": 40, "anthropic": 20}
     assert parse_provider_limits(None) == {}
     for bad in ("openai", "openai=0", "=3", "openai=x"):
-        with pytest.raises(LimitError):
+        with pytest.raises(ConfigError):
             parse_provider_limits(bad)
 
     limits = LocalProviderLimits({"openai": 3})
@@ -172,7 +169,12 @@ def _by_key(sims: list[dict]) -> dict[tuple[str, int], dict]:
 def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
     domain = _load(domain_name)
     config = RunConfig(
-        domain=domain_name, agent="oracle", user="scripted", num_trials=2, max_concurrency=8
+        judge_llm="none",
+        domain=domain_name,
+        agent="oracle",
+        user="scripted",
+        num_trials=2,
+        max_concurrency=8,
     )
     local, _ = asyncio.run(_run(domain, config, use_ray=False))
     remote, _ = asyncio.run(_run(domain, config, use_ray=True))
@@ -194,6 +196,7 @@ def test_ray_run_grades_exactly_as_a_local_run(cluster, domain_name):
 def test_a_killed_worker_costs_only_a_retry(cluster):
     domain = _load("retail")
     config = RunConfig(
+        judge_llm="none",
         domain="retail",
         agent="oracle",
         user="scripted",

@@ -175,7 +175,9 @@ def test_serve_style_file_lists_a_task_before_its_first_simulation(tmp_path):
         domain = load("mock", DEMO_DIR)
         backend = await in_process_backend({"mock": domain})
         try:
-            config = RunConfig(domain="mock", agent="mcp", user="scripted", save_to=None)
+            config = RunConfig(
+                judge_llm="none", domain="mock", agent="mcp", user="scripted", save_to=None
+            )
             hub = make_hub(backend, domain, config, tmp_path / "s.json")
             simulation = hub.create("demo_create", 0)
             await simulation.end()

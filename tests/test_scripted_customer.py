@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tau_mcp.conversation.messages import STOP, ChatMessage
-from tau_mcp.harness.play.game import PlaySettings, play_config
+from tau_mcp.harness.play.game import play_config
 from tau_mcp.simulator import UserContext, user_class
 from tau_mcp.simulator.scenario import reason_for_call
 from tau_mcp.simulator.scripted import ScriptedUser
@@ -20,7 +20,7 @@ GREETING = "Hi! How can I help you today?"
 
 
 def _played_user(domain, task_id: str):
-    config = play_config(domain, PlaySettings(task_id=task_id, side="agent", other="scripted"))
+    config = play_config("agent", "scripted", domain=domain.name, task_ids=[task_id])
     task = domain.tasks[task_id]
     return user_class(config.user)(
         UserContext(task=task, domain=domain.name, guidelines=None, tools=[])

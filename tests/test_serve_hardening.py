@@ -69,7 +69,7 @@ def call_tool(name: str, arguments: dict, ident: int = 1):
 async def demo_serve(token: str | None = None):
     """`tau-harness serve`'s app on loopback (mock demo data, scripted user)."""
     domain = load_domains(["mock"], DEMO_DIR)["mock"]
-    config = RunConfig(domain="mock", agent="mcp", user="scripted")
+    config = RunConfig(judge_llm="none", domain="mock", agent="mcp", user="scripted")
     async with mcp_backend(domain) as backend:
         hub = make_hub(backend, domain, config)
         try:

@@ -40,7 +40,7 @@ TASK = "demo_create"
 async def _hub(save_to: Path | None) -> SimulationHub:
     domain = load("mock", DEMO_DIR)
     backend = await in_process_backend({"mock": domain})
-    config = RunConfig(domain="mock", agent="mcp", user="scripted", judge=None)
+    config = RunConfig(domain="mock", agent="mcp", user="scripted", judge_llm="none")
     hub = make_hub(backend, domain, config, save_to)
     try:
         yield hub

@@ -168,3 +168,24 @@ def test_play_offers_the_sets_tasks(tmp_path: Path) -> None:
     shown = "".join(offered("--task-set-name", SET).split())  # the terminal wraps long ids
     assert "more)" not in shown and all("".join(t.split()) in shown for t in small)
     assert "more)" in offered()
+
+
+def test_the_gymnasium_environments_take_the_set() -> None:
+    """`task_set_name` reaches Agent-v0 and User-v0: they draw from the set's tasks."""
+    gym = pytest.importorskip("gymnasium", reason="gymnasium not installed (the gym extra)")
+    import tau_mcp.harness.integrations.gym  # noqa: F401 - registers the ids
+
+    small = _small().task_ids("base")
+    for env_id, partner in (
+        ("tau-mcp/Agent-v0", {"user": "scripted"}),
+        ("tau-mcp/User-v0", {"agent": "oracle"}),
+    ):
+        env = gym.make(
+            env_id, domain="telecom", task_set_name=SET, data_dir=str(DATA_DIR), **partner
+        )
+        try:
+            assert env.unwrapped.driver.task_ids == small
+            _, info = env.reset(seed=3)
+            assert info["task_id"] in small
+        finally:
+            env.close()

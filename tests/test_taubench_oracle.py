@@ -25,6 +25,7 @@ async def test_oracle_scores_what_gold_scores(fixture: str) -> None:
         domain=domain.name,
         agent="oracle",
         user="scripted",
+        judge_llm="none",
         task_split=recorded["split"],
         max_concurrency=8,
         max_retries=0,

@@ -6,10 +6,10 @@ import pytest
 
 from tau_mcp.grading import Judge
 from tau_mcp.harness.backends.exchange import AsgiExchange
-from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.config import RunConfig, build_judge
 from tau_mcp.harness.runner import Runner
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.harness.wiring import build_judge, load_domain, open_backend, shared_domain
+from tau_mcp.harness.wiring import load_domain, open_backend, shared_domain
 from tau_mcp.servers.engine.errors import EngineError
 from tests.support.data import DEMO_DIR
 
@@ -61,7 +61,9 @@ async def test_a_batch_runs_each_simulation_on_the_executor_it_is_given() -> Non
     domain = load_domain("mock", DEMO_DIR)
     backend = await open_backend(domain)
     try:
-        config = RunConfig(domain="mock", agent="oracle", user="scripted", num_trials=2)
+        config = RunConfig(
+            judge_llm="none", domain="mock", agent="oracle", user="scripted", num_trials=2
+        )
         simulations = SimulationRunner(backend, domain, config)
         executor = CountingExecutor(simulations)
         results = await Runner(simulations, executor).run()

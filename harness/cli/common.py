@@ -1,5 +1,5 @@
 """What every `tau-harness` command shares: its console, failing with one sentence, reading
-JSON options, and the set-up of domain, backend and judge (`tau_mcp.harness.wiring`)."""
+JSON options, and the set-up of domain, backend (`tau_mcp.harness.wiring`) and judge."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from rich.console import Console
 from tau_mcp.conversation.llm import DEFAULT_LLM
 from tau_mcp.grading import Judge
 from tau_mcp.harness import redaction
-from tau_mcp.harness.wiring import build_judge, load_domain, open_backend
+from tau_mcp.harness.config import build_judge, split_ids
+from tau_mcp.harness.wiring import load_domain, open_backend
 from tau_mcp.servers.domains.registry import DOMAIN_NAMES
 
 #: `--domain`'s help: the domains this install knows.
@@ -100,10 +101,3 @@ def retrieval_kwargs_option(raw: str | None) -> dict[str, Any] | None:
 def judge_option(model: str | None, raw_args: str | None) -> Judge | None:
     """`--judge-llm` / `--judge-llm-args`: None when judging is switched off."""
     return build_judge(model, json_arg("--judge-llm-args", raw_args))
-
-
-def split_ids(values: list[str] | None) -> list[str] | None:
-    """Ids given space- or comma-separated, or by repeating the option."""
-    if not values:
-        return None
-    return [part for value in values for part in value.replace(",", " ").split() if part]

@@ -13,7 +13,6 @@ from tau_mcp.harness.cli.common import (
     json_arg,
     load_domain,
     retrieval_kwargs_option,
-    split_ids,
 )
 from tau_mcp.servers.cli_help import PlainFlagsGroup
 from tau_mcp.servers.engine.errors import EngineError
@@ -49,24 +48,40 @@ def ep_rows_command(
         help="banking_knowledge: the retrieval config the rows' sessions run (and whose policy "
         "they carry).",
     ),
-    retrieval_config_kwargs: str = typer.Option(
+    retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
+    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.errors import ConfigError
     from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
     from tau_mcp.harness.redaction import without_secrets
     from tau_mcp.harness.results import atomic_write
 
-    args = json_arg("--user-llm-args", user_llm_args) or None
-    ids = split_ids(task_ids)
     try:
-        kwargs = retrieval_kwargs_option(retrieval_config_kwargs)
-        loaded = load_domain(domain, data_dir, ready="lazy")
-        rows = ep_rows(
-            loaded, split, ids, user_llm, without_secrets(args), retrieval_config, kwargs
+        # the run the rows describe, checked as any run's options are
+        config = RunConfig(
+            domain=domain,
+            data_dir=data_dir,
+            task_split=split,
+            task_ids=task_ids,
+            user_llm=user_llm,
+            user_llm_args=json_arg("--user-llm-args", user_llm_args) or None,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
         )
-    except EngineError as exc:
+        loaded = load_domain(domain, config.data_dir, ready="lazy")
+        rows = ep_rows(
+            loaded,
+            config.task_split,
+            config.task_ids,
+            user_llm,
+            without_secrets(config.user_llm_args),
+            config.retrieval_config,
+            config.retrieval_kwargs,
+        )
+    except (ConfigError, EngineError) as exc:
         fail(str(exc))
         return
     text = to_jsonl(rows)

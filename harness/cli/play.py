@@ -70,43 +70,48 @@ def play(
     server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
     data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
     retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
-    retrieval_config_kwargs: str = typer.Option(
+    retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
-    from tau_mcp.harness.play.game import PlaySettings
     from tau_mcp.harness.play.game import play as play_game
+    from tau_mcp.harness.play.game import play_config
 
-    other = user if side == "agent" else agent
-    settings = PlaySettings(
-        task_id=task_id or "",
-        side=side,
-        other=other,
-        other_llm=user_llm if side == "agent" else agent_llm,
-        other_llm_args=json_arg(
-            "--user-llm-args" if side == "agent" else "--agent-llm-args",
-            user_llm_args if side == "agent" else agent_llm_args,
-        ),
-        save_to=save_to,
-        retrieval_config=retrieval_config,
-        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
-    )
-
-    async def go(loaded) -> dict[str, Any]:
-        backend = await open_backend(loaded, server, server_token)
+    async def go(loaded, config) -> dict[str, Any]:
+        backend = await open_backend(loaded, config.server, config.server_token)
         try:
-            return await play_game(backend, loaded, settings, console)
+            return await play_game(backend, loaded, config, console)
         finally:
             await backend.close()
 
     try:
+        llm_args = {
+            "agent_llm_args": json_arg("--agent-llm-args", agent_llm_args),
+            "user_llm_args": json_arg("--user-llm-args", user_llm_args),
+        }
+        retrieval = retrieval_kwargs_option(retrieval_kwargs)
         domain = domain or ask("domain", list(DOMAIN_NAMES))
         loaded = load_domain(domain, data_dir, task_set=task_set_name)
-        settings.task_id = task_id or ask("task id", list(loaded.task_ids(None)))
-        sim = asyncio.run(go(loaded))
+        config = play_config(
+            side,
+            user if side == "agent" else agent,
+            domain=domain,
+            data_dir=data_dir,
+            task_set_name=task_set_name,
+            task_ids=[task_id or ask("task id", list(loaded.task_ids(None)))],
+            agent_llm=agent_llm,
+            user_llm=user_llm,
+            save_to=save_to,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval,
+            server=server,
+            server_token=server_token,
+            **llm_args,
+        )
+        sim = asyncio.run(go(loaded, config))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         fail(str(exc))
     print_grade(console, sim)

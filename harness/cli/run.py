@@ -1,24 +1,24 @@
 """`tau-harness run`: run simulations, grade them and save the results.
 
-The batch (`tau_mcp.harness.runner.Runner`) runs on one executor: this process (the default), local
-worker processes (`--workers`), Ray actors (`--ray`), or an agent program per simulation
-(`--agent cmd`, `tau_mcp.harness.serve.command`).
+A thin skin on the run API (`tau_mcp.harness.api.run`): the options are read into a `RunConfig`,
+the API runs it (executor, key checks, provider limits, workers, resume, the results file), and
+this command shows a progress bar and prints the summary.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-from tau_mcp.conversation.llm import set_request_gate
-from tau_mcp.harness.backends import EpisodeBackend, InfrastructureError
+from tau_mcp.harness.api import run as run_config
+from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     JUDGE_HELP,
@@ -28,12 +28,9 @@ from tau_mcp.harness.cli.common import (
     TASK_SET_HELP,
     console,
     fail,
-    judge_option,
+    json_arg,
     llm_args_option,
-    load_domain,
-    open_backend,
     retrieval_kwargs_option,
-    split_ids,
 )
 from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.cli.tau2_options import (
@@ -45,11 +42,9 @@ from tau_mcp.harness.cli.tau2_options import (
     user_name,
 )
 from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
-from tau_mcp.harness.distributed.limits import parse_provider_limits
 from tau_mcp.harness.errors import ConfigError, ServerGone
 from tau_mcp.harness.metrics import INFRA, is_success
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from tau_mcp.harness.preflight import check_models, first_request_check, models_called
 from tau_mcp.harness.prompt_sets import help_defaults
 from tau_mcp.harness.results import ResultsError
 from tau_mcp.harness.review import ReviewSettings, check_mode
@@ -60,16 +55,12 @@ from tau_mcp.harness.run_outcome import (
     progress_rate,
     stopped_message,
 )
-from tau_mcp.harness.runner import Runner, SimulationExecutor
-from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 
 #: Extra arguments are `--task-ids a b c` as the reference's CLI takes them, and the reference's
 #: voice and log options (tau_mcp.harness.cli.tau2_options sorts them out).
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PRESET_KEY = "tau_preset"  # where the preset's record waits for the RunConfig (ctx.meta)
-TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 _DEFAULTS = help_defaults()
 _FROM = (
     "from the data folder's reference texts"
@@ -207,7 +198,7 @@ def run(
     ),
     review_llm: str = typer.Option(None, "--review-llm", "--review-model", help=REVIEW_LLM_HELP),
     retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
-    retrieval_config_kwargs: str = typer.Option(
+    retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     auto_resume: bool = typer.Option(
@@ -256,56 +247,48 @@ def run(
         typer.echo(note, err=True)
     if save_to is None:
         save_to = _default_results_path(domain, agent, user)
-    config = RunConfig(
-        domain=domain,
-        agent=agent,
-        agent_llm=agent_llm,
-        agent_llm_args=llm_args_option("--agent-llm-args", agent_llm_args),
-        user=user,
-        user_llm=user_llm,
-        user_llm_args=llm_args_option("--user-llm-args", user_llm_args),
-        task_split=task_split,
-        task_ids=split_ids(task_ids),
-        num_tasks=num_tasks,
-        num_trials=num_trials,
-        max_concurrency=max_concurrency,
-        seed=seed,
-        max_steps=max_steps,
-        max_errors=max_errors,
-        max_retries=max_retries,
-        retry_delay=retry_delay,
-        timeout=timeout,
-        enforce_protocol=enforce_protocol,
-        judge=judge_option(judge_llm, judge_llm_args),
-        save_to=save_to,
-        preset=ctx.meta.get(PRESET_KEY),
-        review=_review_settings(auto_review, review_mode, review_llm),
-        retrieval_config=retrieval_config,
-        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
-    )
     try:
-        limits = parse_provider_limits(provider_limit)
-        count = _worker_count(workers)
-        loaded = load_domain(domain, data_dir, task_set=task_set_name)
-        if ray is None and count is not None and count != 1:
-            simulations = _run_with_workers(
-                config, loaded, count, server, server_token, limits, agent_cmd, timeout
-            )
-        else:
-            ray_workers = count or None  # Ray's default (0, auto): one per CPU of the cluster
-            simulations = asyncio.run(
-                _run(
-                    config,
-                    loaded,
-                    server,
-                    server_token,
-                    ray,
-                    limits,
-                    agent_cmd,
-                    timeout,
-                    ray_workers,
-                )
-            )
+        config = RunConfig(
+            domain=domain,
+            data_dir=data_dir,
+            task_set_name=task_set_name,
+            agent=agent,
+            agent_cmd=agent_cmd,
+            agent_llm=agent_llm,
+            agent_llm_args=llm_args_option("--agent-llm-args", agent_llm_args),
+            user=user,
+            user_llm=user_llm,
+            user_llm_args=llm_args_option("--user-llm-args", user_llm_args),
+            task_split=task_split,
+            task_ids=task_ids,
+            num_tasks=num_tasks,
+            num_trials=num_trials,
+            max_concurrency=max_concurrency,
+            seed=seed,
+            max_steps=max_steps,
+            max_errors=max_errors,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            timeout=timeout,
+            enforce_protocol=enforce_protocol,
+            judge_llm=judge_llm,
+            judge_llm_args=json_arg("--judge-llm-args", judge_llm_args) or None,
+            save_to=save_to,
+            preset=ctx.meta.get(PRESET_KEY),
+            review=_review_settings(auto_review, review_mode, review_llm),
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            server=server,
+            server_token=server_token,
+            workers=workers,
+            ray=ray,
+            provider_limits=provider_limit,
+        )
+    except ConfigError as exc:
+        fail(str(exc))
+    watcher = ProgressBar(config)
+    try:
+        results = run_config(config, watcher)
     except ServerGone as exc:
         fail(stopped_message(str(exc), config.save_to))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
@@ -313,7 +296,18 @@ def run(
     except KeyboardInterrupt:
         typer.echo(interrupted_message(config.save_to), err=True)
         raise typer.Exit(INTERRUPTED_EXIT) from None
-    failure = infra_failure_message(simulations, config.save_to)
+    from tau_mcp.harness.report import print_summary  # its modules are needed once, at the end
+
+    print_summary(
+        console,
+        results.simulations,
+        f"{config.domain}: {config.agent} agent, {config.user} user",
+        info=results.header["info"],
+        label=str(config.save_to or "run"),
+    )
+    if config.save_to:
+        console.print(f"results saved to {config.save_to}")
+    failure = infra_failure_message(results.simulations, config.save_to)
     if failure:
         fail(failure)
 
@@ -353,198 +347,50 @@ def _default_results_path(domain: str, agent: str, user: str) -> Path:
     return Path("results") / f"{name}.json"
 
 
-def simulations_for(
-    backend: EpisodeBackend,
-    domain: Domain,
-    config: RunConfig,
-    agent_cmd: str | None = None,
-    timeout: float | None = None,
-) -> SimulationRunner:
-    """The run's one-simulation piece; with `--agent cmd` the agent's seat is the hosted MCP
-    endpoint a program plays (`tau_mcp.harness.serve`, loaded only then)."""
-    if config.agent == "cmd":
-        if not agent_cmd or not agent_cmd.strip():
-            raise ConfigError('--agent cmd needs the program to run: --agent-cmd "COMMAND"')
-        from tau_mcp.harness.serve.channel import OutsideAgent
+class ProgressBar:
+    """The run's progress on the terminal: a bar counting simulations and the pass rate over
+    graded ones (infrastructure errors beside it), shown once the run has really started."""
 
-        # --timeout bounds the program (tau_mcp.harness.serve.command), which then ends the
-        # conversation from the agent's side and has it graded (docs/serve.md)
-        config = replace(config, timeout=None)
-        return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
-    if agent_cmd:
-        raise ConfigError("--agent-cmd goes with --agent cmd")
-    return SimulationRunner(backend, domain, config)
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.passed = self.graded = self.infra = 0
+        self.progress: Progress | None = None
+        self.bar: Any = None
 
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("pass {task.fields[rate]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as progress:
+            self.progress = progress
+            # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
+            self.bar = progress.add_task(self.config.domain, total=None, rate="-", visible=False)
+            try:
+                yield
+            except ConfigError:
+                # The run stops before it did anything (say, a missing key found as the first
+                # model request went out): the error alone, no empty bar.
+                progress.update(self.bar, visible=False)
+                raise
 
-async def _run(
-    config: RunConfig,
-    domain: Domain,
-    server: str | None,
-    token: str | None,
-    ray_address: str | None = None,
-    provider_limits: dict[str, int] | None = None,
-    agent_cmd: str | None = None,
-    timeout: float | None = None,
-    ray_workers: int | None = None,
-) -> list[dict[str, Any]]:
-    backend = await open_backend(domain, server, token)
-    pool = None
-    try:
-        simulations = simulations_for(backend, domain, config, agent_cmd, timeout)
-        # bad task ids (or none the agent can run) fail here, before any output
-        tasks = simulations.select().tasks
-        # so does a missing API key (for the models as resolved: defaults filled in). When the
-        # agent or user calls a model, every simulation starts with a model request: the check
-        # waits for the first one, so start-up does not import litellm. Otherwise (only the
-        # judge, late in a simulation; or Ray workers calling the models) it runs now.
-        uses = models_called(
-            simulations.config, tasks, simulations.grader.judge, simulations.reviewer
-        )
-        check_now = ray_address is not None or not any(u.role in TURN_ROLES for u in uses)
-        if check_now:
-            check_models(uses)
-        executor: SimulationExecutor | None = None
-        if config.agent == "cmd":
-            if ray_address is not None:
-                raise ConfigError("--agent cmd runs its programs on this machine; drop --ray")
-            from tau_mcp.harness.serve.command import CommandExecutor
+    def started(self, notes: list[str], todo: int) -> None:
+        assert self.progress is not None
+        for line in notes:
+            self.progress.console.print(line, markup=False, highlight=False)
+        self.progress.update(self.bar, total=todo, visible=True)
 
-            executor = CommandExecutor(simulations, agent_cmd or "", timeout)
-        if ray_address is not None:
-            from tau_mcp.harness.distributed.ray_pool import RayPool
-
-            executor = pool = RayPool(
-                simulations,
-                address=ray_address,
-                server=server,
-                token=token,
-                provider_limits=provider_limits,
-                workers=ray_workers,
-            )
+    def finished(self, record: dict[str, Any]) -> None:
+        assert self.progress is not None
+        if record.get("termination_reason") != INFRA:
+            self.graded += 1
+            self.passed += is_success((record.get("reward_info") or {}).get("reward"))
         else:
-            limits = None
-            if provider_limits:
-                from tau_mcp.harness.distributed.limits import LocalProviderLimits
-
-                limits = LocalProviderLimits(provider_limits).gate
-            set_request_gate(first_request_check([] if check_now else uses, limits))
-        return await _drive(Runner(simulations, executor), domain, config)
-    finally:
-        if pool is not None:
-            pool.close()
-        set_request_gate(None)
-        await backend.close()
-
-
-def _worker_count(raw: str | None) -> int | None:
-    if raw is None:
-        return None
-    from tau_mcp.harness.distributed.process_pool import parse_workers
-
-    return parse_workers(raw)
-
-
-def _run_with_workers(
-    config: RunConfig,
-    domain: Domain,
-    count: int,
-    server: str | None,
-    token: str | None,
-    provider_limits: dict[str, int],
-    agent_cmd: str | None,
-    timeout: float | None,
-) -> list[dict[str, Any]]:
-    """`--workers N`: everything is checked here, the workers are forked before the event loop
-    starts (they inherit the loaded domain and imported modules), then the loop drives the run."""
-    from tau_mcp.harness.distributed.process_pool import NoBackend, ProcessPool, cpu_count, preload
-
-    if config.agent == "cmd":
-        raise ConfigError(
-            "--workers cannot run --agent cmd (it hosts an MCP server of its own for each "
-            "simulation); leave --workers out"
-        )
-    simulations = simulations_for(NoBackend(), domain, config, agent_cmd, timeout)  # type: ignore[arg-type]
-    tasks = simulations.select().tasks
-    count = min(count or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials)
-    if count <= 1:  # nothing to share out: the usual single-process run
-        return asyncio.run(
-            _run(config, domain, server, token, None, provider_limits, agent_cmd, timeout)
-        )
-    # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
-    # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(
-        models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
-    )
-    preload(domain)
-    pool = ProcessPool(
-        simulations, count, server=server, token=token, provider_limits=provider_limits
-    )
-    try:
-        return asyncio.run(_drive(Runner(simulations, pool), domain, config))
-    finally:
-        pool.close()
-
-
-def start_notes(runner: Runner, config: RunConfig, todo: int) -> list[str]:
-    """What a run says before its first simulation: the tasks its agent cannot run (left out,
-    as the reference leaves them out), and what a resumed run kept."""
-    notes = []
-    note = runner.selection.note(config.agent) if runner.selection else None
-    if note:
-        notes.append(f"{note}; the results header lists them (filtered_tasks)")
-    if runner.kept:
-        notes.append(
-            f"resuming {config.save_to}: kept {runner.kept} finished simulation"
-            f"{'' if runner.kept == 1 else 's'}, {todo} to run"
-        )
-    return notes
-
-
-async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict[str, Any]]:
-    """Run every simulation with the progress bar, then print the summary."""
-    passed = finished = infra = 0
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("pass {task.fields[rate]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
-        # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
-        bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
-
-        def on_done(sim: dict[str, Any]) -> None:
-            nonlocal passed, finished, infra
-            if sim.get("termination_reason") != INFRA:
-                finished += 1
-                passed += is_success((sim.get("reward_info") or {}).get("reward"))
-            else:
-                infra += 1
-            progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))
-
-        def on_start(todo: int) -> None:
-            for line in start_notes(runner, config, todo):
-                progress.console.print(line, markup=False, highlight=False)
-            progress.update(bar, total=todo, visible=True)
-
-        try:
-            results = await runner.run(on_done, on_start)
-        except ConfigError:
-            # The run stops before it did anything (say, a missing key found as the first
-            # model request went out): the error alone, no empty bar.
-            progress.update(bar, visible=False)
-            raise
-    from tau_mcp.harness.report import print_summary  # its modules are needed once, at the end
-
-    print_summary(
-        console,
-        results.simulations,
-        f"{domain.name}: {config.agent} agent, {config.user} user",
-        info=results.header["info"],
-        label=str(config.save_to or "run"),
-    )
-    if config.save_to:
-        console.print(f"results saved to {config.save_to}")
-    return results.simulations
+            self.infra += 1
+        rate = progress_rate(self.passed, self.graded, self.infra)
+        self.progress.update(self.bar, advance=1, rate=rate)

@@ -18,7 +18,6 @@ from tau_mcp.harness.cli.common import (
     TASK_SET_HELP,
     fail,
     json_arg,
-    judge_option,
     load_domain,
     open_backend,
     retrieval_kwargs_option,
@@ -90,7 +89,7 @@ def serve(
     body_timeout: BodyTimeoutOpt = DEFAULTS["body_timeout"],
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
-    retrieval_config_kwargs: str = typer.Option(
+    retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
@@ -110,20 +109,28 @@ def serve(
     )
     if user not in ("llm", "scripted"):
         fail(f"unknown user '{user}' for serve (use llm or scripted)")
-    config = RunConfig(
-        domain=domain,
-        agent="mcp",
-        user=user,
-        user_llm=user_llm,
-        user_llm_args=json_arg("--user-llm-args", user_llm_args),
-        seed=seed,
-        max_steps=max_steps,
-        max_errors=max_errors,
-        judge=judge_option(judge_llm or DEFAULT_LLM, judge_llm_args),
-        save_to=save_to,
-        retrieval_config=retrieval_config,
-        retrieval_kwargs=retrieval_kwargs_option(retrieval_config_kwargs),
-    )
+    try:
+        config = RunConfig(
+            domain=domain,
+            data_dir=data_dir,
+            task_set_name=task_set_name,
+            agent="mcp",
+            user=user,
+            user_llm=user_llm,
+            user_llm_args=json_arg("--user-llm-args", user_llm_args),
+            seed=seed,
+            max_steps=max_steps,
+            max_errors=max_errors,
+            judge_llm=judge_llm or DEFAULT_LLM,
+            judge_llm_args=json_arg("--judge-llm-args", judge_llm_args),
+            save_to=save_to,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            server=server,
+            server_token=server_token,
+        )
+    except ConfigError as exc:
+        fail(str(exc))
     redaction.remember(token, server_token)
     try:
         guards, policy = http_settings(
@@ -147,10 +154,10 @@ def serve(
         from tau_mcp.harness.serve.simulation import make_hub
         from tau_mcp.servers.http_server import graceful_stop
 
-        loaded = load_domain(domain, data_dir, task_set=task_set_name)
+        loaded = load_domain(domain, config.data_dir, task_set=config.task_set_name)
         sock = bind_socket(host, port, policy.backlog)
         try:
-            backend = await open_backend(loaded, server, server_token)
+            backend = await open_backend(loaded, config.server, config.server_token)
         except BaseException:
             sock.close()
             raise

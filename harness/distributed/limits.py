@@ -14,26 +14,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 
-class LimitError(ValueError):
-    pass
-
-
-def parse_provider_limits(raw: str | None) -> dict[str, int]:
-    """`openai=40,anthropic=20` as {"openai": 40, "anthropic": 20}."""
-    limits: dict[str, int] = {}
-    for part in (raw or "").replace(" ", "").split(","):
-        if not part:
-            continue
-        provider, sep, value = part.partition("=")
-        if not sep or not provider or not value.isdigit() or int(value) < 1:
-            raise LimitError(
-                f"--provider-limit takes provider=N pairs such as openai=40,anthropic=20, "
-                f"not '{part}'"
-            )
-        limits[provider.lower()] = int(value)
-    return limits
-
-
 def provider_of(model: str) -> str:
     """The provider litellm would send this model to (e.g. `gpt-4.1` -> openai)."""
     from tau_mcp.conversation.llm import litellm_module

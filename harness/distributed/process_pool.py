@@ -46,18 +46,6 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def parse_workers(raw: str | None) -> int | None:
-    """`--workers`: None when not given, N >= 1, or 0 (one per CPU) for `0` / `auto`."""
-    if raw is None:
-        return None
-    value = raw.strip().lower()
-    if value == "auto":
-        return 0
-    if not value.isdigit():
-        raise ConfigError(f"--workers takes a number of processes or auto, not '{raw}'")
-    return int(value)
-
-
 def preload(domain: Any) -> None:
     """Pay once, before forking, what each worker would otherwise pay at its first simulation:
     the domain's canonical forms (for grading hashes) and the in-process server's modules."""
@@ -379,4 +367,4 @@ def _settle(future: asyncio.Future[None]) -> None:
 
 
 def _without_file(config: RunConfig) -> RunConfig:
-    return RunConfig(**{**config.__dict__, "save_to": None})
+    return config.replace(save_to=None)

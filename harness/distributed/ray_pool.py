@@ -212,7 +212,7 @@ class RayPool:
         count = max(1, min(workers or int(cpus) or 1, self.config.max_concurrency))
         per_actor = -(-self.config.max_concurrency // count)  # ceil
         # The driver does not pickle its results-file handle or judge state into workers.
-        worker_config = RunConfig(**{**self.config.__dict__, "save_to": None})
+        worker_config = self.config.replace(save_to=None)
         payload = WorkerPayload(
             domain=runner.domain.name,
             data_dir=str(runner.domain.data_dir),

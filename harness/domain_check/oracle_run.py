@@ -37,7 +37,7 @@ async def run_oracle(
         domain=domain.name,
         agent="oracle",
         user="scripted",
-        judge=None,
+        judge_llm="none",
         retrieval_config=variant,
         task_split=None,
         max_retries=0,

@@ -1,20 +1,27 @@
-"""Inspect tasks: `inspect eval tau_mcp/tau_mcp_airline --model openai/gpt-4.1`.
+"""Inspect tasks: `inspect eval tau_mcp/tau2 -T domain=airline --model openai/gpt-4.1`.
 
-One task per domain. Each sample is one tau2 task: the model under evaluation is the agent
-(its tools are the episode's agent tools, called over MCP on a tau-mcp server, in-process by
-default), it talks to our simulated user, and the scorer is our grade (the reference's reward).
-The conversation runs in tau-mcp's orchestrator, so the turn rules, limits and terminations are
-the benchmark's own; the transcript lands in the Inspect log as the sample's messages.
+One parameterised task, `tau2`, and an alias per domain of the registry (`tau_mcp/tau_mcp_airline`
+is `tau_mcp/tau2 -T domain=airline`), generated, not written per domain. Each sample is one tau2
+task: the model under evaluation takes the agent's seat (`tau_mcp.harness.seat`, the one seat of
+every outside participant: its tools are the episode's agent tools, called over MCP on a
+tau-mcp server, in-process by default), it talks to our simulated user, and the scorer is our
+grade (the reference's reward). The conversation runs in tau-mcp's orchestrator, so the turn
+rules, limits and terminations are the benchmark's own; the transcript lands in the Inspect log
+as the sample's messages. One runner (with its grader's cache of gold states) and one backend
+serve every sample of a configuration.
 
-Task options (`-T name=value`): split, task_ids, user ("llm" or "scripted"), user_llm,
-user_llm_args, judge_llm, max_steps, max_errors, seed, server (a running tau-server URL),
-server_token, data_dir.
+Task options (`-T name=value`) are `RunConfig` fields: `domain`, `task_split` (or its earlier
+name `split`), `task_ids`, `task_set_name`, `user` ("llm" or "scripted"), `user_llm`,
+`user_llm_args`, `judge_llm`, `judge_llm_args`, `max_steps`, `max_errors`, `timeout`, `seed`,
+`server`, `server_token`, `data_dir`, `retrieval_config`, `retrieval_kwargs`...
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import weakref
 from typing import Any
 
 # As `tau-harness` does: litellm's bundled model price list, not a download at import.
@@ -40,18 +47,23 @@ from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolInfo as InspectToolInfo
 from inspect_ai.tool import ToolParams
 
-from tau_mcp.conversation.llm import DEFAULT_LLM
-from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
-from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage, parse_message
+from tau_mcp.harness.agents.base import Agent
 from tau_mcp.harness.agents.llm_agent import conversation_prompt
 from tau_mcp.harness.backends import ToolInfo
+from tau_mcp.harness.config import RunConfig, select_tasks, trial_seed
+from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.integrations.stepwise import BackendKeeper, load_config_domain
 from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.seat import OutsideAgent, Seat
+from tau_mcp.harness.simulate import SimulationRunner
+from tau_mcp.servers.domains.registry import DOMAIN_NAMES
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
 
-AGENT_CLASS = "tau_mcp.harness.integrations.inspect_tasks:InspectAgent"
 GRADE_KEY = "tau_mcp_reward_info"
+#: The seat's occupant as results name it (`info.agent_info.implementation`).
+AGENT_NAME = "inspect"
 
 
 # --- the agent: Inspect's model under evaluation -------------------------------------------
@@ -116,46 +128,34 @@ def _as_inspect_shows(tool: ShownTool) -> ShownTool:
     return as_shown(info.name, info.description, info.parameters.model_dump(exclude_none=True))
 
 
+def model_tools(tools: list[ToolInfo]) -> list[InspectToolInfo]:
+    """The seat's agent tools as the model under evaluation is offered them."""
+    return [inspect_tool(t) for t in tools]
+
+
+def from_inspect(output: Any) -> ChatMessage:
+    """The model's reply (an Inspect `ModelOutput`) as the agent's message."""
+    reply = output.message
+    calls = [
+        ToolCall(id=c.id, name=c.function, arguments=dict(c.arguments or {}))
+        for c in reply.tool_calls or []
+    ]
+    usage = output.usage.model_dump(exclude_none=True) if output.usage else None
+    return ChatMessage(
+        role="assistant", content=reply.text or None, tool_calls=calls or None, usage=usage
+    )
+
+
 async def _shown_to_inspect_model(
     domain: Domain, view: View, variant: str | None
 ) -> list[ShownTool]:
     from tau_mcp.harness.surface_probes import captured_participant
 
-    agent = await captured_participant(domain, "agent", InspectAgent, variant=variant)
+    agent = await captured_participant(domain, "agent", Agent, variant=variant)
     return [
         as_shown(t.name, t.description, t.parameters.model_dump(exclude_none=True))
-        for t in agent.tools
+        for t in model_tools(agent.context.tools)
     ]
-
-
-class InspectAgent(Agent):
-    """The Inspect model being evaluated, as a tau-mcp agent."""
-
-    implementation = "inspect"
-
-    def __init__(self, context: AgentContext) -> None:
-        super().__init__(context)
-        self.system = conversation_prompt(context.policy)
-        self.tools = [inspect_tool(t) for t in context.tools]
-
-    async def respond(self, incoming: Incoming) -> ChatMessage:
-        self.record(incoming)
-        messages = [ChatMessageSystem(content=self.system), *map(to_inspect, self.history)]
-        output = await get_model().generate(messages, tools=self.tools)
-        reply = output.message
-        calls = [
-            ToolCall(id=c.id, name=c.function, arguments=dict(c.arguments or {}))
-            for c in reply.tool_calls or []
-        ]
-        usage = output.usage.model_dump(exclude_none=True) if output.usage else None
-        message = ChatMessage(
-            role="assistant",
-            content=reply.text or None,
-            tool_calls=calls or None,
-            usage=usage,
-        )
-        self.history.append(message)
-        return message
 
 
 #: The Inspect tasks: the tools the evaluated model is offered, in Inspect's own schema type.
@@ -167,57 +167,74 @@ INSPECT_TASKS = register_surface(
 )
 
 
+# --- one runner per configuration ------------------------------------------------------------
+_runners: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[str, asyncio.Task[SimulationRunner]]
+] = weakref.WeakKeyDictionary()
+
+
+async def shared_runner(config: RunConfig) -> SimulationRunner:
+    """The runner of `config` in this event loop: built by the first sample, with its backend
+    (kept open in a task of its own until the loop ends), and shared by the rest."""
+    loop = asyncio.get_running_loop()
+    runners = _runners.setdefault(loop, {})
+    key = config.model_dump_json()
+    building = runners.get(key)
+    if building is None:
+
+        async def build() -> SimulationRunner:
+            domain = load_config_domain(config)
+            keeper = BackendKeeper()
+            backend = await keeper.open(domain, config)
+            return SimulationRunner(backend, domain, config, agent_factory=OutsideAgent)
+
+        building = runners[key] = loop.create_task(build())
+    try:
+        return await asyncio.shield(building)
+    except Exception:
+        runners.pop(key, None)  # the next sample tries again
+        raise
+
+
+async def _simulate(seat: Seat, runner: SimulationRunner, task: Any, trial: int) -> dict[str, Any]:
+    try:
+        return await seat.host(runner.simulate(task, trial, trial_seed(runner.config.seed, trial)))
+    finally:
+        seat.close()
+
+
 # --- the conversation and its grade --------------------------------------------------------
 @solver
-def tau_mcp_conversation(
-    domain_name: str,
-    user: str = "llm",
-    user_llm: str | None = None,
-    user_llm_args: dict[str, Any] | None = None,
-    judge_llm: str | None = None,
-    max_steps: int | None = None,
-    max_errors: int | None = None,
-    seed: int | None = None,
-    server: str | None = None,
-    server_token: str | None = None,
-    data_dir: str | None = None,
-    retrieval_config: str | None = None,
-    retrieval_kwargs: dict[str, Any] | None = None,
-):
-    """Run the sample's tau2 task with the model as the agent; keep the grade for the scorer."""
-    from tau_mcp.harness.config import DEFAULT_SEED, RunConfig, trial_seed
-    from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-    from tau_mcp.harness.simulate import SimulationRunner
-    from tau_mcp.harness.wiring import build_judge, open_backend, shared_domain
+def tau_mcp_conversation(config: RunConfig):
+    """Run the sample's tau2 task with the model in the agent's seat; keep the grade for the
+    scorer."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        domain = shared_domain(domain_name, data_dir)
-        config = RunConfig(
-            domain=domain_name,
-            agent=AGENT_CLASS,
-            user=user,
-            user_llm=user_llm if user == "llm" else None,
-            user_llm_args=dict(user_llm_args or {}),
-            max_steps=max_steps or DEFAULT_MAX_STEPS,
-            max_errors=max_errors or DEFAULT_MAX_ERRORS,
-            seed=DEFAULT_SEED if seed is None else seed,
-            judge=build_judge(judge_llm or "none", {"temperature": 0.0}),
-            max_retries=0,
-            retrieval_config=retrieval_config,
-            retrieval_kwargs=retrieval_kwargs,
-        )
-        task = domain.task(str(state.sample_id))
-        backend = await open_backend(domain, server, server_token)
+        runner = await shared_runner(config)
+        task = runner.domain.task(str(state.sample_id))
+        system = conversation_prompt(runner.policy_for(task))
+        seat = Seat("agent")
+        run = asyncio.ensure_future(_simulate(seat, runner, task, max(0, state.epoch - 1)))
         try:
-            runner = SimulationRunner(backend, domain, config)
-            trial = max(0, state.epoch - 1)
-            sim = await runner.simulate(task, trial, trial_seed(config.seed, trial))
+            await seat.turn()
+            model = get_model()
+            tools = model_tools(seat.participant.context.tools) if seat.participant else []
+            while not seat.closed and seat.participant is not None:
+                history = [ChatMessageSystem(content=system)]
+                history += [to_inspect(m) for m in seat.participant.history]
+                try:
+                    output = await model.generate(history, tools=tools)
+                except Exception as exc:  # noqa: BLE001 - the simulation records it
+                    await seat.move(exc)
+                    continue
+                await seat.move(from_inspect(output))
+            sim = await run
         finally:
-            await backend.close()
-        from tau_mcp.conversation.messages import parse_message
-
+            if not run.done():
+                run.cancel()
+                await asyncio.gather(run, return_exceptions=True)
         state.messages = [
-            ChatMessageSystem(content=conversation_prompt(runner.policy_for(task))),
+            ChatMessageSystem(content=system),
             *(to_inspect(parse_message(m)) for m in sim["messages"]),
         ]
         state.store.set(GRADE_KEY, sim.get("reward_info"))
@@ -253,156 +270,87 @@ def tau_mcp_grade():
     return score
 
 
-# --- the tasks ------------------------------------------------------------------------------
-def _ids(task_ids: Any) -> list[str] | None:
-    """Task ids from `-T task_ids=...`: a list, or one comma-separated value (Inspect reads
-    `-T task_ids=7` as the number 7)."""
-    if task_ids is None:
-        return None
-    values = [str(t) for t in task_ids] if isinstance(task_ids, list | tuple) else [str(task_ids)]
-    return [p for v in values for p in v.replace(",", " ").split() if p] or None
+# --- the task --------------------------------------------------------------------------------
+#: Run options an Inspect task has no use for, and what Inspect has instead.
+NOT_INSPECT = {
+    "agent": "the model under evaluation is the agent (--model)",
+    "agent_llm": "the model under evaluation is the agent (--model)",
+    "agent_llm_args": "the model under evaluation is the agent (--model)",
+    "agent_cmd": "the model under evaluation is the agent (--model)",
+    "num_trials": "Inspect runs epochs (--epochs)",
+    "max_concurrency": "Inspect runs samples at once (--max-samples)",
+    "workers": "Inspect runs samples at once (--max-samples)",
+    "ray": "Inspect runs samples at once (--max-samples)",
+    "provider_limits": "Inspect limits its model's connections (--max-connections)",
+    "max_retries": "Inspect retries samples (--retry-on-error)",
+    "retry_delay": "Inspect retries samples (--retry-on-error)",
+    "save_to": "the Inspect log holds the results (--log-dir)",
+    "review": "the Inspect log holds the results (--log-dir)",
+    "preset": "the Inspect log holds the results (--log-dir)",
+}
+#: Where the Inspect task's defaults differ from a run's: NL assertions are judged only when
+#: asked for (`-T judge_llm=MODEL`), so a score needs no judge model or key.
+INSPECT_DEFAULTS: dict[str, Any] = {"judge_llm": "none"}
 
 
-def tau_mcp_task(
-    domain_name: str,
-    split: str | None = "base",
-    task_ids: str | list[str] | None = None,
-    user: str = "llm",
-    user_llm: str | None = DEFAULT_LLM,
-    user_llm_args: dict[str, Any] | None = None,
-    judge_llm: str | None = None,
-    max_steps: int | None = None,
-    max_errors: int | None = None,
-    seed: int | None = None,
-    server: str | None = None,
-    server_token: str | None = None,
-    data_dir: str | None = None,
-    retrieval_config: str | None = None,
-    retrieval_kwargs: dict[str, Any] | None = None,
-) -> Task:
-    from tau_mcp.harness.config import RunConfig, select_tasks
-    from tau_mcp.harness.errors import ConfigError
-    from tau_mcp.harness.wiring import shared_domain
+def inspect_config(domain: str, split: str | None, options: dict[str, Any]) -> RunConfig:
+    """The run a task's samples are, from its `-T` options (`RunConfig` fields)."""
+    for name, instead in NOT_INSPECT.items():
+        if name in options:
+            raise ConfigError(f"the Inspect task does not take {name}: {instead}")
+    if split is not None:
+        if "task_split" in options:
+            raise ConfigError("give task_split or its earlier name split, not both")
+        options = {**options, "task_split": split}
+    values = {**INSPECT_DEFAULTS, **options, "domain": domain, "max_retries": 0}
+    return RunConfig(**values, agent=AGENT_NAME)
 
-    domain = shared_domain(domain_name, data_dir)
-    try:  # an unknown config, or one that cannot run here, is one sentence before any sample
-        domain.resolve_variant(retrieval_config, retrieval_kwargs)
-    except EngineError as exc:
-        raise ValueError(str(exc)) from None
-    ids = _ids(task_ids)
-    selection = RunConfig(domain=domain_name, task_split=split, task_ids=ids)
-    try:
-        tasks = select_tasks(domain, selection)
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
-    if user == "llm" and not user_llm:
-        raise ValueError("the llm user needs a model: pass -T user_llm=MODEL")
+
+@task
+def tau2(domain: str = "mock", split: str | None = None, **options: Any) -> Task:
+    """tau2-bench on one domain (-T domain=airline): the model under evaluation is the agent,
+    our simulated user the customer, our grade the score."""
+    config = inspect_config(domain, split, options)
+    loaded = load_config_domain(config)
+    tasks = select_tasks(loaded, config)
     samples = [
         Sample(
             id=t.id,
             input=t.ticket or "(conversation with a simulated customer)",
-            metadata={"domain": domain_name, "task_id": t.id},
+            metadata={"domain": config.domain, "task_id": t.id},
         )
         for t in tasks
     ]
+    name = f"tau_mcp_{config.domain}_{config.task_split or 'all'}"
     return Task(
-        dataset=MemoryDataset(samples, name=f"tau_mcp_{domain_name}_{split or 'all'}"),
-        solver=tau_mcp_conversation(
-            domain_name,
-            user=user,
-            user_llm=user_llm,
-            user_llm_args=user_llm_args,
-            judge_llm=judge_llm,
-            max_steps=max_steps,
-            max_errors=max_errors,
-            seed=seed,
-            server=server,
-            server_token=server_token,
-            data_dir=data_dir,
-            retrieval_config=retrieval_config,
-            retrieval_kwargs=retrieval_kwargs,
-        ),
+        dataset=MemoryDataset(samples, name=name),
+        solver=tau_mcp_conversation(config),
         scorer=tau_mcp_grade(),
     )
 
 
-@task
-def tau_mcp_mock(
-    split: str = "base",
-    task_ids: str | list[str] | None = None,
-    user_llm: str = DEFAULT_LLM,
-    **options: Any,
-) -> Task:
-    """tau2 mock domain (task tracker)."""
-    return tau_mcp_task("mock", split, task_ids, user_llm=user_llm, **options)
+def _domain_alias(domain: str) -> Any:
+    """`tau_mcp/tau_mcp_<domain>`: `tau_mcp/tau2` with `-T domain=<domain>`."""
+
+    def alias(**options: Any) -> Task:
+        return tau2(domain=domain, **options)
+
+    alias.__name__ = alias.__qualname__ = f"tau_mcp_{domain}"
+    alias.__doc__ = f"tau2-bench's {domain} domain: tau_mcp/tau2 -T domain={domain}."
+    return task(alias)
 
 
-@task
-def tau_mcp_airline(
-    split: str = "base",
-    task_ids: str | list[str] | None = None,
-    user_llm: str = DEFAULT_LLM,
-    **options: Any,
-) -> Task:
-    """tau2 airline domain."""
-    return tau_mcp_task("airline", split, task_ids, user_llm=user_llm, **options)
-
-
-@task
-def tau_mcp_retail(
-    split: str = "base",
-    task_ids: str | list[str] | None = None,
-    user_llm: str = DEFAULT_LLM,
-    **options: Any,
-) -> Task:
-    """tau2 retail domain."""
-    return tau_mcp_task("retail", split, task_ids, user_llm=user_llm, **options)
-
-
-@task
-def tau_mcp_telecom(
-    split: str = "base",
-    task_ids: str | list[str] | None = None,
-    user_llm: str = DEFAULT_LLM,
-    **options: Any,
-) -> Task:
-    """tau2 telecom domain (the simulated user acts on their phone with user tools)."""
-    return tau_mcp_task("telecom", split, task_ids, user_llm=user_llm, **options)
-
-
-@task
-def tau_mcp_banking_knowledge(
-    split: str = "base",
-    task_ids: str | list[str] | None = None,
-    user_llm: str = DEFAULT_LLM,
-    retrieval_config: str | None = None,
-    **options: Any,
-) -> Task:
-    """tau2 banking_knowledge domain (a knowledge base the agent searches; -T
-    retrieval_config=bm25_grep and the other offline configs need no key)."""
-    return tau_mcp_task(
-        "banking_knowledge",
-        split,
-        task_ids,
-        user_llm=user_llm,
-        retrieval_config=retrieval_config,
-        **options,
-    )
+DOMAIN_TASKS = {name: _domain_alias(name) for name in DOMAIN_NAMES}
+globals().update({f"tau_mcp_{name}": factory for name, factory in DOMAIN_TASKS.items()})
 
 
 def _namespace_for_editable_installs() -> None:
     """Inspect names an installed package's tasks `tau_mcp/<task>` (our top-level package), but
-    an editable install gets bare names, and then `inspect eval tau_mcp/tau_mcp_mock` finds
-    nothing. Register the namespaced names in that case too."""
+    an editable install gets bare names, and then `inspect eval tau_mcp/tau2` finds nothing.
+    Register the namespaced names in that case too."""
     from inspect_ai._util.registry import registry_info
 
-    for factory in (
-        tau_mcp_mock,
-        tau_mcp_airline,
-        tau_mcp_retail,
-        tau_mcp_telecom,
-        tau_mcp_banking_knowledge,
-    ):
+    for factory in (tau2, *DOMAIN_TASKS.values()):
         name = registry_info(factory).name
         if "/" not in name:
             task(name=f"tau_mcp/{name}")(factory)

@@ -1,42 +1,40 @@
 """One simulation with an outside policy in one seat, advanced one policy message at a time.
 
 The Gymnasium and verifiers environments need the conversation to pause whenever it is the
-policy's turn. Rather than re-implementing the turn rules, the policy sits in the orchestrator
-as an ordinary participant (`PolicyAgent` or `PolicyUser`) whose `respond` waits for the next
-message from outside. Everything else is `tau-harness run`'s own machinery, unchanged: the
-`Runner` creates the episode on the backend (the in-process server, or a remote `tau-server`),
-the `Orchestrator` routes messages and applies the stop tokens, step limit and error limit, the
-simulated user or agent plays the other side, the `Grader` scores the finished episode, and
-the runner's cleanup deletes it.
+policy's turn. Rather than re-implementing the turn rules, the policy takes the seat of
+`tau_mcp.harness.seat` (the one every outside participant takes, with its one rule for how the
+outside side ends the conversation): `PolicyDriver` moves on the seat and reads what came back.
+Everything else is `tau-harness run`'s own machinery, unchanged: the `SimulationRunner` creates
+the episode on the backend (the in-process server, or a remote `tau-server`), the
+`Orchestrator` routes messages and applies the stop tokens, step limit and error limit, the
+simulated user or agent plays the other side, the `Grader` scores the finished episode, and the
+runner's cleanup deletes it.
+
+An environment's keyword arguments are a `RunConfig`'s (`stepwise_config`): every run option
+that applies to one episode at a time reaches the environments, spelled and checked as
+everywhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from tau_mcp.conversation.llm import DEFAULT_LLM
-from tau_mcp.conversation.messages import STOP, ChatMessage, Message, is_agent_stop, parse_message
-from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.conversation.messages import ChatMessage, Message, parse_message
 from tau_mcp.harness.agents.base import _agent_can_see as agent_can_see
-from tau_mcp.harness.agents.llm_agent import DONE_TOOL
 from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.config import RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.seat import DONE_TOOL, OutsideAgent, OutsideSoloAgent, OutsideUser, Seat, Side
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.harness.wiring import build_judge, open_backend, shared_domain
+from tau_mcp.harness.wiring import open_backend, shared_domain
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
-from tau_mcp.simulator.base import UserContext, UserSimulator
 from tau_mcp.simulator.base import _user_can_see as user_can_see
 from tau_mcp.simulator.scenario import scenario_text
 
-Seat = Literal["agent", "user"]
 AGENT_PARTNERS = ("llm", "scripted")  # who plays the user when the policy is the agent
 USER_PARTNERS = ("llm", "oracle")  # who plays the agent when the policy is the user
 
@@ -44,56 +42,79 @@ DONE_SCHEMA = ToolInfo(
     DONE_TOOL, "Call this when the conversation is over; it ends the episode.", {}
 ).openai_schema()
 
+#: Run options a step-wise environment has no use for: it runs one episode at a time, in this
+#: process, once (a failed episode ends with infrastructure_error, never a re-run), seeded by
+#: its own `reset(seed=...)`, and writes no results file.
+NOT_STEPWISE = frozenset(
+    {
+        "num_trials",
+        "max_concurrency",
+        "seed",
+        "workers",
+        "ray",
+        "provider_limits",
+        "agent_cmd",
+        "max_retries",
+        "retry_delay",
+        "save_to",
+        "review",
+        "preset",
+    }
+)
+#: What the policy's own seat makes meaningless.
+SEAT_OPTIONS = {
+    "agent": frozenset({"agent", "agent_llm", "agent_llm_args"}),
+    "user": frozenset({"user", "user_llm", "user_llm_args"}),
+}
+#: Where the step-wise surfaces' defaults differ from a run's: NL assertions are judged only
+#: when asked for (`judge_llm`), so an episode's reward needs no judge model or key.
+STEPWISE_DEFAULTS: dict[str, Any] = {"judge_llm": "none"}
 
-@dataclass
-class EpisodeSettings:
-    """What a step-wise environment is built with (the keyword arguments of `Agent-v0` and
-    `User-v0`, and of the verifiers environment)."""
 
-    domain: str
-    task_id: str | None = None  # None: each episode draws a task from `task_split`
-    task_split: str | None = "base"
-    user: str = "llm"
-    user_llm: str | None = DEFAULT_LLM
-    user_llm_args: dict[str, Any] = field(default_factory=dict)
-    agent: str = "llm"
-    agent_llm: str | None = DEFAULT_LLM
-    agent_llm_args: dict[str, Any] = field(default_factory=dict)
-    solo_mode: bool = False
-    judge_llm: str | None = None
-    judge_llm_args: dict[str, Any] = field(default_factory=dict)
-    data_dir: str | Path | None = None
-    server: str | None = None
-    server_token: str | None = None
-    max_steps: int = DEFAULT_MAX_STEPS
-    max_errors: int = DEFAULT_MAX_ERRORS
-    # banking_knowledge: the retrieval config of every episode (and its kwargs).
-    retrieval_config: str | None = None
-    retrieval_kwargs: dict[str, Any] | None = None
+def stepwise_config(side: Side, surface: str, options: dict[str, Any]) -> RunConfig:
+    """The run an environment's episodes are, from its keyword arguments (`RunConfig` fields);
+    one clear sentence for one it cannot use or a partner that cannot play opposite the
+    policy."""
+    refused = sorted(k for k in options if k in NOT_STEPWISE or k in SEAT_OPTIONS[side])
+    if refused:
+        why = (
+            "the policy plays that side"
+            if refused[0] in SEAT_OPTIONS[side]
+            else ("it runs one episode at a time, once, in this process")
+        )
+        raise ConfigError(f"{surface} does not take {refused[0]} ({why})")
+    config = RunConfig(**{**STEPWISE_DEFAULTS, **options, "max_retries": 0})
+    if side == "agent":
+        if config.user != "dummy" and config.user not in AGENT_PARTNERS:
+            raise ConfigError(
+                f"user must be one of {', '.join(AGENT_PARTNERS)}, not {config.user!r}"
+            )
+        return config.replace(agent="policy")
+    if config.user == "dummy":
+        raise ConfigError("solo mode has no user to play; use Agent-v0")
+    if config.agent not in USER_PARTNERS:
+        raise ConfigError(f"agent must be one of {', '.join(USER_PARTNERS)}, not {config.agent!r}")
+    return config.replace(user="policy")
 
-    def check(self, seat: Seat) -> None:
-        """One clear sentence for a setting that cannot work, before anything is loaded."""
-        if seat == "agent":
-            if self.solo_mode:
-                return
-            if self.user not in AGENT_PARTNERS:
-                raise ConfigError(
-                    f"user must be one of {', '.join(AGENT_PARTNERS)}, not {self.user!r}"
-                )
-            if self.user == "llm" and not self.user_llm:
-                raise ConfigError("the llm user needs a model: pass user_llm")
-        else:
-            if self.solo_mode:
-                raise ConfigError("solo mode has no user to play; use Agent-v0")
-            if self.agent not in USER_PARTNERS:
-                raise ConfigError(
-                    f"agent must be one of {', '.join(USER_PARTNERS)}, not {self.agent!r}"
-                )
-            if self.agent == "llm" and not self.agent_llm:
-                raise ConfigError("the llm agent needs a model: pass agent_llm")
-        for name in ("max_steps", "max_errors"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1")
+
+def run_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments split into `RunConfig` fields and the rest (a framework's own)."""
+    fields = RunConfig.model_fields
+    return (
+        {k: v for k, v in options.items() if k in fields},
+        {k: v for k, v in options.items() if k not in fields},
+    )
+
+
+def load_config_domain(config: RunConfig) -> Domain:
+    """The config's domain (bound to its task set), warm and shared by every environment of
+    the process; an unknown domain, set or retrieval config is one sentence."""
+    try:
+        domain = shared_domain(config.domain, config.data_dir, config.task_set_name)
+        domain.resolve_variant(config.retrieval_config, config.retrieval_kwargs)
+    except EngineError as exc:
+        raise ConfigError(str(exc)) from None
+    return domain
 
 
 # --- the backend ------------------------------------------------------------------------------
@@ -109,12 +130,12 @@ class BackendKeeper:
         self._stop = asyncio.Event()
         self._task: asyncio.Task | None = None
 
-    async def open(self, domain: Domain, settings: EpisodeSettings) -> EpisodeBackend:
+    async def open(self, domain: Domain, config: RunConfig) -> EpisodeBackend:
         ready: asyncio.Future[EpisodeBackend] = asyncio.get_running_loop().create_future()
 
         async def keep() -> None:
             try:
-                backend = await open_backend(domain, settings.server, settings.server_token)
+                backend = await open_backend(domain, config.server, config.server_token)
             except BaseException as exc:
                 ready.set_exception(exc)
                 return
@@ -152,139 +173,24 @@ class EpisodeTracking:
         return getattr(self._backend, name)
 
 
-# --- the seat ---------------------------------------------------------------------------------
-class PolicySeat:
-    """Where the orchestrator waits for the outside policy's next message."""
-
-    def __init__(self) -> None:
-        self.participant: PolicyAgent | PolicyUser | None = None
-        self._pending: asyncio.Future[ChatMessage] | None = None
-        self._turn = asyncio.Event()
-
-    async def next_message(self) -> ChatMessage:
-        """Called by the seated participant: block until the policy has spoken."""
-        future: asyncio.Future[ChatMessage] = asyncio.get_running_loop().create_future()
-        self._pending = future
-        self._turn.set()
-        return await future
-
-    @property
-    def waiting(self) -> bool:
-        return self._pending is not None and not self._pending.done()
-
-    def submit(self, message: ChatMessage) -> None:
-        if not self.waiting:
-            raise RuntimeError("it is not the policy's turn")
-        future, self._pending = self._pending, None
-        self._turn.clear()
-        assert future is not None
-        future.set_result(message)
-
-    async def turn_or_end(self, run: asyncio.Task) -> None:
-        """Return once it is the policy's turn again or the simulation is over."""
-        if self._turn.is_set() or run.done():
-            return
-        waiter = asyncio.ensure_future(self._turn.wait())
-        try:
-            await asyncio.wait({waiter, run}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-
-    def clear(self) -> None:
-        if self._pending is not None and not self._pending.done():
-            self._pending.cancel()
-        self._pending = None
-        self._turn.clear()
-        self.participant = None
-
-
-def done_as_stop(message: ChatMessage) -> ChatMessage:
-    """A call of the `done` tool ends the conversation, as in the reference's gym agent."""
-    if message.tool_calls and any(call.name == DONE_TOOL for call in message.tool_calls):
-        return message.model_copy(update={"content": STOP, "tool_calls": None})
-    return message
-
-
-class PolicyAgent(Agent):
-    """The agent's seat, taken by the outside policy (bound to one `PolicySeat` per env)."""
-
-    implementation = "policy"
-    seat: ClassVar[PolicySeat]
-
-    def __init__(self, context: AgentContext) -> None:
-        super().__init__(context)
-        self.seat.participant = self
-
-    async def respond(self, incoming: Incoming) -> ChatMessage:
-        self.record(incoming)
-        reply = done_as_stop(await self.seat.next_message())
-        self.history.append(reply)
-        return reply
-
-    def is_stop(self, message: ChatMessage) -> bool:
-        return is_agent_stop(message)
-
-
-class PolicyUser(UserSimulator):
-    """The user's seat, taken by the outside policy; it ends the call with a stop token."""
-
-    implementation = "policy"
-    seat: ClassVar[PolicySeat]
-
-    def __init__(self, context: UserContext) -> None:
-        super().__init__(context)
-        self.seat.participant = self
-
-    async def respond(self, incoming) -> ChatMessage:
-        self.record(incoming)
-        reply = await self.seat.next_message()
-        self.history.append(reply)
-        return reply
-
-
-def _bound(cls: type, seat: PolicySeat, **attributes: Any) -> type:
-    return type(cls.__name__, (cls,), {"seat": seat, **attributes})
-
-
 # --- one environment's simulations ------------------------------------------------------------
 class PolicyDriver:
     """What a step-wise environment keeps between episodes: the domain, one backend, one
-    runner (with its grader and its cache of gold states) and the policy's seat."""
+    runner (with its grader and its cache of gold states); each episode has its seat."""
 
-    def __init__(
-        self, settings: EpisodeSettings, seat: Seat, domain: Domain, backend: EpisodeBackend
-    ) -> None:
-        self.settings, self.side, self.domain = settings, seat, domain
+    def __init__(self, config: RunConfig, side: Side, domain: Domain, backend: EpisodeBackend):
+        self.config, self.side, self.domain = config, side, domain
         self.backend = EpisodeTracking(backend)
-        self.seat = PolicySeat()
-        judge = build_judge(
-            settings.judge_llm or "none", {"temperature": 0.0, **settings.judge_llm_args}
-        )
-        config = RunConfig(
-            domain=domain.name,
-            agent_llm=settings.agent_llm,
-            agent_llm_args=dict(settings.agent_llm_args),
-            user_llm=settings.user_llm,
-            user_llm_args=dict(settings.user_llm_args),
-            max_steps=settings.max_steps,
-            max_errors=settings.max_errors,
-            max_retries=0,  # a failed episode ends with infrastructure_error, never a re-run
-            judge=judge,
-            retrieval_config=settings.retrieval_config,
-            retrieval_kwargs=settings.retrieval_kwargs,
-        )
-        if seat == "agent":
-            solo = settings.solo_mode
-            if solo and not domain.supports_solo:
+        self.solo = side == "agent" and config.user == "dummy"
+        if side == "agent":
+            if self.solo and not domain.supports_solo:
                 raise ConfigError(f"the {domain.name} domain has no solo mode")
-            config.agent, config.user = "policy", ("dummy" if solo else settings.user)
-            policy = _bound(PolicyAgent, self.seat, solo=solo)
-            self.runner = SimulationRunner(self.backend, domain, config, agent_factory=policy)
+            seated = OutsideSoloAgent if self.solo else OutsideAgent
+            self.runner = SimulationRunner(self.backend, domain, config, agent_factory=seated)
         else:
-            config.agent, config.user = settings.agent, "policy"
-            policy = _bound(PolicyUser, self.seat)
-            self.runner = SimulationRunner(self.backend, domain, config, user_factory=policy)
-        self.requestor = "assistant" if seat == "agent" else "user"
+            self.runner = SimulationRunner(self.backend, domain, config, user_factory=OutsideUser)
+        self.requestor = "assistant" if side == "agent" else "user"
+        self.seat = Seat(side)
         self.task: Task | None = None
         self.run: asyncio.Task | None = None
         self.result: dict[str, Any] | None = None
@@ -292,16 +198,12 @@ class PolicyDriver:
         self._keeper: BackendKeeper | None = None
 
     @classmethod
-    async def open(cls, settings: EpisodeSettings, seat: Seat) -> PolicyDriver:
-        settings.check(seat)
-        try:
-            domain = shared_domain(settings.domain, settings.data_dir)
-        except EngineError as exc:
-            raise ConfigError(str(exc)) from None
+    async def open(cls, config: RunConfig, side: Side) -> PolicyDriver:
+        domain = load_config_domain(config)
         keeper = BackendKeeper()
-        backend = await keeper.open(domain, settings)
+        backend = await keeper.open(domain, config)
         try:
-            driver = cls(settings, seat, domain, backend)
+            driver = cls(config, side, domain, backend)
         except BaseException:
             await keeper.close()
             raise
@@ -309,19 +211,16 @@ class PolicyDriver:
         return driver
 
     def _task_ids(self) -> list[str]:
-        if self.settings.task_id is not None:
-            self.load_task(self.settings.task_id)
-            return [self.settings.task_id]
-        try:
-            return self.domain.task_ids(self.settings.task_split)
-        except EngineError as exc:
-            raise ConfigError(str(exc)) from None
+        ids = [t.id for t in select_tasks(self.domain, self.config)]
+        for task_id in ids if self.config.task_ids else ():
+            self.load_task(task_id)
+        return ids
 
     def load_task(self, task_id: str) -> Task:
         if task_id not in self.domain.tasks:
             raise ConfigError(f"unknown task id '{task_id}' in domain '{self.domain.name}'")
         task = self.domain.task(task_id)
-        if self.side == "agent" and self.settings.solo_mode and not task.ticket:
+        if self.solo and not task.ticket:
             raise ConfigError(f"task '{task_id}' has no ticket, so it cannot run solo")
         return task
 
@@ -329,24 +228,30 @@ class PolicyDriver:
     async def begin(self, task: Task, seed: int) -> None:
         """Start a fresh episode and run it up to the policy's first turn (or its end)."""
         await self.abandon()
-        self.seat.clear()
+        self.seat = Seat(self.side)
         self.task, self.result = task, None
         self.backend.current = None
-        self.run = asyncio.ensure_future(self.runner.simulate(task, 0, seed))
-        await self._advance()
+        self.run = asyncio.ensure_future(self._simulate(self.seat, task, seed))
+        await self.seat.turn()
+        await self._settle()
+
+    async def _simulate(self, seat: Seat, task: Task, seed: int) -> dict[str, Any]:
+        try:
+            return await seat.host(self.runner.simulate(task, 0, seed))
+        finally:
+            seat.close()
 
     async def act(self, message: ChatMessage) -> None:
         """The policy's message; returns at its next turn or when the episode is over."""
         if self.run is None or self.finished:
             raise RuntimeError("the episode is over; reset for a new one")
-        self.seat.submit(message)
-        await self._advance()
+        await self.seat.move(message)
+        await self._settle()
 
-    async def _advance(self) -> None:
+    async def _settle(self) -> None:
         assert self.run is not None
-        await self.seat.turn_or_end(self.run)
-        if self.run.done():
-            self.result = self.run.result()  # configuration errors surface here
+        if self.seat.closed:
+            self.result = await self.run  # configuration errors surface here
 
     @property
     def started(self) -> bool:
@@ -367,7 +272,6 @@ class PolicyDriver:
         try:
             await self.abandon()
         finally:
-            self.seat.clear()
             if self._keeper is not None:  # a backend this driver opened (else it is shared)
                 await self._keeper.close()
 
@@ -412,7 +316,7 @@ class PolicyDriver:
         if self.task is not None:
             if self.side == "user":
                 info["scenario"] = scenario_text(self.task.user_scenario)
-            elif self.settings.solo_mode:
+            elif self.solo:
                 info["ticket"] = self.task.ticket
         if self.result is not None:
             info["termination_reason"] = self.termination

@@ -2,14 +2,17 @@
 
 verifiers loads it the usual way, by module name plus arguments:
 
-    vf-eval tau_mcp.harness.integrations.verifiers_env -a '{"domain": "airline", "split": "test"}' ...
+    vf-eval tau_mcp.harness.integrations.verifiers_env -a '{"domain": "airline", "task_split": "test"}' ...
 
 or `verifiers.load_environment("tau_mcp.harness.integrations.verifiers_env", domain=...)`. Each dataset
 row is one task. A rollout opens an episode (in-process by default, or on the `tau-server` at
 `server`), lets our simulated user open the conversation, then hands every model message to the
 same orchestrator `tau-harness run` uses (see `tau_mcp.harness.integrations.stepwise`): tool calls run on
 the agent's MCP session, text goes to the simulated user, and the user's stop tokens, the step
-limit and the error limit end the rollout. The reward is our grader's.
+limit and the error limit end the rollout (the policy ends it by the one rule of
+`tau_mcp.harness.seat`). The reward is our grader's. The environment's arguments are `RunConfig`
+fields (`task_set_name`, `task_split`, `task_ids`, `user_llm`, `server`, ...); any others go
+to verifiers' `MultiTurnEnv`.
 
 Needs the `verifiers` extra (verifiers 0.1.x, the `load_environment` generation).
 """
@@ -19,28 +22,26 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import verifiers as vf
 import verifiers.types as vf_types
 from datasets import Dataset
 
-from tau_mcp.conversation.llm import DEFAULT_LLM
 from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
 from tau_mcp.harness.agents.llm_agent import conversation_prompt
+from tau_mcp.harness.config import RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.integrations.actions import ActionError, parse_action
 from tau_mcp.harness.integrations.stepwise import (
     BackendKeeper,
-    EpisodeSettings,
     PolicyDriver,
+    load_config_domain,
+    run_options,
+    stepwise_config,
 )
 from tau_mcp.harness.integrations.verifiers_tools import verifiers_tool_defs
-from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from tau_mcp.harness.wiring import shared_domain
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.errors import EngineError
 
 
 def _for_policy(message: Message) -> vf_types.Message:
@@ -84,9 +85,9 @@ def _policy_message(message: Any) -> dict[str, Any]:
 class TauMcpEnv(vf.MultiTurnEnv):
     """One rollout is one tau2 task played by the policy model as the agent."""
 
-    def __init__(self, settings: EpisodeSettings, domain: Domain, task_ids: list[str], **kwargs):
-        self.settings, self.domain = settings, domain
-        variant = domain.resolve_variant(settings.retrieval_config, settings.retrieval_kwargs)
+    def __init__(self, config: RunConfig, domain: Domain, task_ids: list[str], **kwargs):
+        self.config, self.domain = config, domain
+        variant = domain.resolve_variant(config.retrieval_config, config.retrieval_kwargs)
 
         def policy(task_id: str) -> str:
             if variant is None:
@@ -119,7 +120,7 @@ class TauMcpEnv(vf.MultiTurnEnv):
 
             async def open_one() -> BackendKeeper:
                 keeper = BackendKeeper()
-                await keeper.open(self.domain, self.settings)
+                await keeper.open(self.domain, self.config)
                 return keeper
 
             opening = self._keepers[loop] = loop.create_task(open_one())
@@ -143,7 +144,7 @@ class TauMcpEnv(vf.MultiTurnEnv):
         """Open the episode and let the simulated user speak first; what it says (after the
         greeting) joins the prompt."""
         task_id = state["info"]["task_id"]
-        driver = PolicyDriver(self.settings, "agent", self.domain, await self._backend())
+        driver = PolicyDriver(self.config, "agent", self.domain, await self._backend())
         self._drivers[state["trajectory_id"]] = driver
         seed = random.randrange(1_000_000)  # rollouts of one task should not share a user seed
         await driver.begin(driver.load_task(task_id), seed=seed)
@@ -189,51 +190,17 @@ class TauMcpEnv(vf.MultiTurnEnv):
         return float(state.get("tau_reward") or 0.0)
 
 
-def load_environment(
-    domain: str = "mock",
-    split: str | None = "base",
-    user_llm: str = DEFAULT_LLM,
-    user_llm_args: dict[str, Any] | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    max_errors: int = DEFAULT_MAX_ERRORS,
-    server: str | None = None,
-    *,
-    user: str = "llm",
-    task_ids: list[str] | None = None,
-    server_token: str | None = None,
-    data_dir: str | Path | None = None,
-    judge_llm: str | None = None,
-    judge_llm_args: dict[str, Any] | None = None,
-    retrieval_config: str | None = None,
-    retrieval_kwargs: dict[str, Any] | None = None,
-    **kwargs: Any,
-) -> TauMcpEnv:
-    """The tau-mcp environment for one domain and task split (or the given `task_ids`);
-    banking_knowledge takes its retrieval config."""
-    settings = EpisodeSettings(
-        retrieval_config=retrieval_config,
-        retrieval_kwargs=retrieval_kwargs,
-        domain=domain,
-        task_split=split,
-        user=user,
-        user_llm=user_llm,
-        user_llm_args=dict(user_llm_args or {}),
-        judge_llm=judge_llm,
-        judge_llm_args=dict(judge_llm_args or {}),
-        data_dir=data_dir,
-        server=server,
-        server_token=server_token,
-        max_steps=max_steps,
-        max_errors=max_errors,
-    )
-    settings.check("agent")
-    try:
-        loaded = shared_domain(domain, data_dir)
-        loaded.resolve_variant(retrieval_config, retrieval_kwargs)
-        ids = list(task_ids) if task_ids else loaded.task_ids(split)
-    except EngineError as exc:
-        raise ConfigError(str(exc)) from None
-    unknown = [t for t in ids if t not in loaded.tasks]
-    if unknown:
-        raise ConfigError(f"unknown task id(s) in domain '{domain}': {', '.join(unknown)}")
-    return TauMcpEnv(settings, loaded, ids, **kwargs)
+def load_environment(domain: str = "mock", split: str | None = None, **options: Any) -> TauMcpEnv:
+    """The tau-mcp environment for one domain: a row per task the options select
+    (`task_split`, default base; `task_ids`; `task_set_name`); the other `RunConfig` fields
+    set the episodes (`user_llm`, `judge_llm`, `server`, `retrieval_config`...), and anything
+    else goes to verifiers' `MultiTurnEnv`. `split` is `task_split`'s earlier name."""
+    run, env_kwargs = run_options(options)
+    if split is not None:
+        if "task_split" in run:
+            raise ConfigError("give task_split or its earlier name split, not both")
+        run["task_split"] = split
+    config = stepwise_config("agent", "the verifiers environment", {"domain": domain, **run})
+    loaded = load_config_domain(config)
+    driver_ids = [t.id for t in select_tasks(loaded, config)]
+    return TauMcpEnv(config, loaded, driver_ids, **env_kwargs)

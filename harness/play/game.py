@@ -3,8 +3,6 @@ episode served over MCP and graded like any run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -24,66 +22,51 @@ HUMAN_USER = "tau_mcp.harness.play.terminal:HumanUser"
 SCRIPTED_CUSTOMER = "tau_mcp.simulator.scripted:ScriptedCustomer"
 
 
-@dataclass
-class PlaySettings:
-    task_id: str
-    side: str  # "agent" or "user": the person's side
-    other: str  # the simulated side: llm/oracle agent, or llm/scripted user
-    other_llm: str | None = None
-    other_llm_args: dict[str, Any] = field(default_factory=dict)
-    save_to: Path | None = None
-    max_steps: int = 200
-    max_errors: int = 10
-    retrieval_config: str | None = None  # banking_knowledge
-    retrieval_kwargs: dict[str, Any] | None = None
+#: A played simulation is one conversation, tried once, with no NL-assertion judge unless asked.
+PLAY_DEFAULTS: dict[str, Any] = {
+    "task_split": None,
+    "num_trials": 1,
+    "max_concurrency": 1,
+    "max_retries": 0,
+    "max_steps": 200,
+    "max_errors": 10,
+    "judge_llm": "none",
+}
 
 
-def play_config(domain: Domain, settings: PlaySettings) -> RunConfig:
-    if settings.side == "agent":
-        if settings.other not in ("llm", "scripted"):
+def play_config(side: str, other: str, **options: Any) -> RunConfig:
+    """The run of one played simulation: the person on `side` ("agent" or "user"), `other`
+    (the llm or oracle agent, the llm or scripted user) on the other; `options` are any other
+    `RunConfig` fields (`task_ids=[the task]`, models, data folder, server...). Only a
+    simulated llm side keeps its model options."""
+    if side == "agent":
+        if other not in ("llm", "scripted"):
             raise ConfigError("when you play the agent, the user is 'llm' or 'scripted'")
-        agent = HUMAN_AGENT
-        user = SCRIPTED_CUSTOMER if settings.other == "scripted" else settings.other
-    elif settings.side == "user":
-        if settings.other not in ("llm", "oracle"):
+        seats = {"agent": HUMAN_AGENT, "user": SCRIPTED_CUSTOMER if other == "scripted" else other}
+    elif side == "user":
+        if other not in ("llm", "oracle"):
             raise ConfigError("when you play the user, the agent is 'llm' or 'oracle'")
-        agent, user = settings.other, HUMAN_USER
+        seats = {"agent": other, "user": HUMAN_USER}
     else:
-        raise ConfigError(f"--as is 'agent' or 'user', not '{settings.side}'")
-    simulated_llm = {"llm": settings.other_llm}
-    config = RunConfig(
-        domain=domain.name,
-        agent=agent,
-        agent_llm=simulated_llm.get(agent),
-        agent_llm_args=settings.other_llm_args if agent == "llm" else {},
-        user=user,
-        user_llm=simulated_llm.get(user),
-        user_llm_args=settings.other_llm_args if user == "llm" else {},
-        task_split=None,
-        task_ids=[settings.task_id],
-        num_trials=1,
-        max_concurrency=1,
-        max_retries=0,
-        max_steps=settings.max_steps,
-        max_errors=settings.max_errors,
-        save_to=settings.save_to,
-        retrieval_config=settings.retrieval_config,
-        retrieval_kwargs=settings.retrieval_kwargs,
-    )
-    select_tasks(domain, config)  # an unknown task id is one sentence, before anything starts
-    return config
+        raise ConfigError(f"--as is 'agent' or 'user', not '{side}'")
+    for role, who in seats.items():
+        if who != "llm":  # a person, the oracle or the scripted user: no model
+            options[f"{role}_llm"], options[f"{role}_llm_args"] = None, {}
+    return RunConfig(**{**PLAY_DEFAULTS, **options, **seats})
 
 
 async def play(
-    backend: EpisodeBackend, domain: Domain, settings: PlaySettings, console: Console
+    backend: EpisodeBackend, domain: Domain, config: RunConfig, console: Console
 ) -> dict[str, Any]:
     """Play one simulation and return it, graded."""
+    select_tasks(domain, config)  # an unknown task id is one sentence, before anything starts
     terminal = Terminal(console)
     HumanAgent.terminal = HumanUser.terminal = terminal
-    runner = Runner(SimulationRunner(backend, domain, play_config(domain, settings)))
+    runner = Runner(SimulationRunner(backend, domain, config))
     results = await runner.run()
     sim = results.simulations[-1]
-    show_ending(terminal, sim.get("messages") or [], settings.side)
+    side = "agent" if config.agent == HUMAN_AGENT else "user"
+    show_ending(terminal, sim.get("messages") or [], side)
     return sim
 
 

@@ -193,7 +193,13 @@ async def _shown_on_simulation_endpoint(
 
     backend = await in_process_backend({domain.name: domain})
     try:
-        config = RunConfig(domain.name, agent="mcp", user="scripted", retrieval_config=variant)
+        config = RunConfig(
+            domain=domain.name,
+            agent="mcp",
+            user="scripted",
+            retrieval_config=variant,
+            judge_llm="none",
+        )
         hub = make_hub(backend, domain, config)
         app = create_serve_app(hub, HttpGuards(allowed_hosts=(*LOOPBACK_HOSTS, PROBE_HOST)))
         try:

@@ -1,5 +1,6 @@
 """Simulations played by an outside agent: each runs `SimulationRunner`'s own attempt (episode,
-user, orchestrator, grading, record) in a background task, with the `OutsideAgent` as the agent,
+user, orchestrator, grading, record) in a background task, with the outside agent's seat
+(`tau_mcp.harness.seat`) as the agent,
 so a served simulation is run and graded exactly as `tau-harness run` runs and grades one.
 
 A finished simulation is in the results file's journal before anyone hears how it ended (the
@@ -18,7 +19,6 @@ import collections
 import logging
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,8 @@ from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.orchestrator import Orchestrator, Termination
 from tau_mcp.harness.results import ResultsError, ResultsFile, load_results
 from tau_mcp.harness.runner import keep_finished
-from tau_mcp.harness.serve.channel import Answer, MoveChannel, OutsideAgent, current_channel
+from tau_mcp.harness.seat import OutsideAgent, current_seat
+from tau_mcp.harness.serve.channel import Answer, MoveChannel
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.tasks import Task
@@ -38,12 +39,12 @@ from tau_mcp.servers.engine.tasks import Task
 
 def serve_config(config: RunConfig) -> RunConfig:
     """A served simulation is played once: an outside agent's moves cannot be replayed."""
-    return replace(config, max_retries=0, retry_delay=0.0)
+    return config.replace(max_retries=0, retry_delay=0.0)
 
 
 def _show_to_channel(orchestrator: Orchestrator) -> None:
-    channel = current_channel.get()
-    if channel is not None:
+    channel = current_seat.get()
+    if isinstance(channel, MoveChannel):
         channel.orchestrator = orchestrator  # live views read its trajectory
 
 
@@ -109,9 +110,9 @@ class Simulation:
         self._task = asyncio.create_task(self._run(on_finished), name=f"simulation {self.id}")
 
     async def _run(self, on_finished) -> None:
-        current_channel.set(self.channel)
         try:
-            record = await self.runner.simulate(self.task, self.trial, self.seed)
+            simulation = self.runner.simulate(self.task, self.trial, self.seed)
+            record = await self.channel.host(simulation)
         except asyncio.CancelledError:
             self._finish(self._failure(self._stop_reason), on_finished)
             raise

@@ -88,6 +88,7 @@ class FakeLLMServer:
             "user_llm": f"openai/{user_model}",
             "user_llm_args": self.llm_args(),
             "max_retries": 0,
+            "judge_llm": "none",
         }
         return RunConfig(domain=domain, task_ids=[task_id], **{**settings, **extra})
 

@@ -3,7 +3,9 @@
 The Gym API is synchronous; the harness is async. Each environment therefore owns a private
 event loop on its own thread, and `reset`/`step` hand coroutines to it and wait. The episode
 logic itself is `tau_mcp.harness.integrations.stepwise` (the orchestrator, simulators and grader of
-`tau-harness run`).
+`tau-harness run`, the policy in the one outside seat). An environment's keyword arguments
+beyond its own (`task_id`, `solo_mode`, `all_messages_as_observation`, `render_mode`) are
+`RunConfig` fields (`task_set_name`, `task_split`, `user_llm`, `server`, `max_steps`, ...).
 """
 
 from __future__ import annotations
@@ -15,17 +17,16 @@ import threading
 import weakref
 from collections.abc import Coroutine
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
 
-from tau_mcp.conversation.llm import DEFAULT_LLM
-from tau_mcp.harness.agents.llm_agent import DONE_TOOL
+from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.integrations.actions import ActionError, observation_text, parse_action
-from tau_mcp.harness.integrations.stepwise import EpisodeSettings, PolicyDriver, Seat
-from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, Termination
+from tau_mcp.harness.integrations.stepwise import PolicyDriver, stepwise_config
+from tau_mcp.harness.orchestrator import Termination
+from tau_mcp.harness.seat import DONE_TOOL, Side
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.surfaces import ShownTool, View, from_openai, register_surface
 
@@ -126,20 +127,18 @@ class _TauEnv(gym.Env[str, Any]):
     """Shared by both seats: one driver (episode machinery) on one private loop."""
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
-    seat: Seat
+    seat: Side
 
-    def __init__(
-        self, settings: EpisodeSettings, render_mode: str | None, all_messages: bool
-    ) -> None:
+    def __init__(self, config: RunConfig, render_mode: str | None, all_messages: bool) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         self.all_messages = all_messages
-        self.settings = settings
+        self.config = config
         self._loop: LoopThread | None = LoopThread(f"tau-mcp-{self.seat}-env")
         try:
             self._driver: PolicyDriver | None = self._loop.call(
-                PolicyDriver.open(settings, self.seat)
+                PolicyDriver.open(config, self.seat)
             )
         except BaseException:
             self._loop.stop()
@@ -159,7 +158,7 @@ class _TauEnv(gym.Env[str, Any]):
         if self.seat == "user":
             return list(spec.user_tools.specs) if spec.user_tools is not None else []
         names = list(spec.agent_tools.specs)
-        if self.settings.solo_mode and spec.user_tools is not None:
+        if self.driver.solo and spec.user_tools is not None:
             names += list(spec.user_tools.specs)
         return names
 
@@ -263,49 +262,27 @@ class AgentEnv(_TauEnv):
     or an OpenAI assistant message dict; `done()` (or `###STOP###`) ends the conversation.
     """
 
-    seat: Seat = "agent"
+    seat: Side = "agent"
 
     def __init__(
         self,
         domain: str,
         task_id: str | None = None,
         *,
-        user: str = "llm",
-        user_llm: str | None = None,
-        user_llm_args: dict[str, Any] | None = None,
         solo_mode: bool = False,
-        data_dir: str | Path | None = None,
-        server: str | None = None,
-        server_token: str | None = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_errors: int = DEFAULT_MAX_ERRORS,
-        task_split: str | None = "base",
-        judge_llm: str | None = None,
-        judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
-        retrieval_config: str | None = None,
-        retrieval_kwargs: dict[str, Any] | None = None,
+        **options: Any,
     ) -> None:
-        settings = EpisodeSettings(
-            domain=domain,
-            task_id=task_id,
-            task_split=task_split,
-            retrieval_config=retrieval_config,
-            retrieval_kwargs=retrieval_kwargs,
-            user=user,
-            user_llm=user_llm or DEFAULT_LLM,
-            user_llm_args=dict(user_llm_args or {}),
-            solo_mode=solo_mode,
-            judge_llm=judge_llm,
-            judge_llm_args=dict(judge_llm_args or {}),
-            data_dir=data_dir,
-            server=server,
-            server_token=server_token,
-            max_steps=max_steps,
-            max_errors=max_errors,
-        )
-        super().__init__(settings, render_mode, all_messages_as_observation)
+        """`task_id`: every episode's task (else `reset` draws one from the tasks the options
+        select: `task_split`, `task_ids`, `task_set_name`...); `solo_mode`: the reference's
+        solo mode (a ticket, both sides' tools, no user); `options`: `RunConfig` fields."""
+        if task_id is not None:
+            options["task_ids"] = [task_id]
+        if solo_mode:
+            options["user"] = "dummy"
+        config = stepwise_config("agent", "Agent-v0", {"domain": domain, **options})
+        super().__init__(config, render_mode, all_messages_as_observation)
 
 
 class UserEnv(_TauEnv):
@@ -315,47 +292,23 @@ class UserEnv(_TauEnv):
     a message containing `###STOP###` (or `###TRANSFER###`, `###OUT-OF-SCOPE###`) ends it.
     """
 
-    seat: Seat = "user"
+    seat: Side = "user"
 
     def __init__(
         self,
         domain: str,
         task_id: str | None = None,
         *,
-        agent: str = "llm",
-        agent_llm: str | None = None,
-        agent_llm_args: dict[str, Any] | None = None,
-        data_dir: str | Path | None = None,
-        server: str | None = None,
-        server_token: str | None = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_errors: int = DEFAULT_MAX_ERRORS,
-        task_split: str | None = "base",
-        judge_llm: str | None = None,
-        judge_llm_args: dict[str, Any] | None = None,
         all_messages_as_observation: bool = False,
         render_mode: str | None = None,
-        retrieval_config: str | None = None,
-        retrieval_kwargs: dict[str, Any] | None = None,
+        **options: Any,
     ) -> None:
-        settings = EpisodeSettings(
-            domain=domain,
-            task_id=task_id,
-            task_split=task_split,
-            retrieval_config=retrieval_config,
-            retrieval_kwargs=retrieval_kwargs,
-            agent=agent,
-            agent_llm=agent_llm or DEFAULT_LLM,
-            agent_llm_args=dict(agent_llm_args or {}),
-            judge_llm=judge_llm,
-            judge_llm_args=dict(judge_llm_args or {}),
-            data_dir=data_dir,
-            server=server,
-            server_token=server_token,
-            max_steps=max_steps,
-            max_errors=max_errors,
-        )
-        super().__init__(settings, render_mode, all_messages_as_observation)
+        """`task_id`: every episode's task (else `reset` draws one from the tasks the options
+        select); `options`: `RunConfig` fields (`agent`: llm or oracle, `agent_llm`...)."""
+        if task_id is not None:
+            options["task_ids"] = [task_id]
+        config = stepwise_config("user", "User-v0", {"domain": domain, **options})
+        super().__init__(config, render_mode, all_messages_as_observation)
 
 
 def _tools_in_info(domain: Domain, view: View, variant: str | None) -> list[ShownTool] | None:
