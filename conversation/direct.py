@@ -94,7 +94,8 @@ class Route:
         params = dict(self.params)
         if tools:
             params["tools"] = tools
-            params["tool_choice"] = tool_choice
+            if tool_choice is not None:  # the original τ-bench sends tools without a choice
+                params["tool_choice"] = tool_choice
         return self.config.transform_request(
             self.model, messages, params, self.litellm_params, self.headers
         )

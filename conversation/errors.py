@@ -15,3 +15,9 @@ class ConfigError(ValueError):
 
 class InfrastructureError(RuntimeError):
     """The server or a model provider failed; the simulation is retried, never scored."""
+
+
+class ParticipantFailed(RuntimeError):
+    """A participant's own rules failed on a reply its model gave (the original τ-bench's
+    strategies crash on a reply they cannot parse): the conversation ends with that side's
+    error and scores 0, as the original records such a run; never retried."""

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from tau_mcp.conversation import collector, direct
@@ -188,3 +189,100 @@ def _from_json(
         ),
         raw_data={"model": data.get("model") or model, "generation_seconds": elapsed},
     )
+
+
+#: The keys of a reply message a conversation sends back to the model (those that are set).
+REPLY_KEYS = ("content", "role", "tool_calls", "function_call")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's reply as the chat-completions API gave it: the message as a plain dict (its
+    set keys of `REPLY_KEYS`, tool-call arguments as the model wrote them), with its cost."""
+
+    message: dict[str, Any]
+    cost: float
+    usage: dict[str, Any] | None
+    model: str
+    seconds: float
+
+    @property
+    def content(self) -> str | None:
+        return self.message.get("content")
+
+
+def _plain_reply(message: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in REPLY_KEYS:
+        value = message.get(key)
+        if value is None:
+            continue
+        if key == "tool_calls":
+            value = [
+                {
+                    "function": {
+                        "arguments": (tc.get("function") or {}).get("arguments"),
+                        "name": (tc.get("function") or {}).get("name"),
+                    },
+                    "id": tc.get("id"),
+                    "type": tc.get("type") or "function",
+                }
+                for tc in value
+            ]
+        out[key] = value
+    return out
+
+
+async def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    **llm_args: Any,
+) -> Completion:
+    """One model call with exactly these messages, tools and arguments (no tool choice is
+    sent), for callers that keep their own wire history, as the original τ-bench's agents and
+    users do. The reply is read as plain JSON."""
+    litellm = litellm_module()
+    kwargs = dict(llm_args)
+    kwargs.setdefault("num_retries", 3)
+    route = direct.route_for(litellm, model, kwargs, bool(tools), None)
+    started = time.perf_counter()
+    if route is not None:
+        async with _gated(model):
+            data = await direct.post(route, route.encode(messages, tools, None))
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise direct.ModelCallError(
+                f"{model}: reply without choices: {str(data)[:200]}"
+            ) from None
+        usage = data.get("usage")
+        return Completion(
+            _plain_reply(message),
+            direct.cost(litellm, route, usage),
+            _usage(usage),
+            data.get("model") or model,
+            direct.elapsed_since(started),
+        )
+    if tools:
+        kwargs["tools"] = tools
+    async with _gated(model):
+        response = await litellm.acompletion(model=model, messages=messages, **kwargs)
+    usage = getattr(response, "usage", None)
+    return Completion(
+        _plain_reply(response.choices[0].message.model_dump()),
+        _cost(litellm, response),
+        _usage(usage.model_dump() if usage is not None else None),
+        getattr(response, "model", model),
+        round(time.perf_counter() - started, 3),
+    )
+
+
+def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not usage:
+        return None
+    return {
+        "completion_tokens": usage.get("completion_tokens"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+    }

@@ -36,7 +36,7 @@ from tau_mcp.harness.preflight import check_models, first_request_check, models_
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.harness.wiring import load_domain, open_backend
+from tau_mcp.harness.wiring import load_domain, open_backend, use_taubench_data_dir
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 
@@ -63,6 +63,7 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
     and return the results: `.header` and `.simulations`. Blocks; call it where no event loop
     runs (a notebook's loop: run it in a thread)."""
     try:
+        use_taubench_data_dir(config.taubench_data_dir)
         domain = load_domain(config.domain, config.data_dir, task_set=config.task_set_name)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None

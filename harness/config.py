@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tau_mcp.grading import Judge
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_STEPS
 from tau_mcp.harness.review import ReviewSettings
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
@@ -96,12 +96,24 @@ class RunConfig(BaseModel):
     data_dir: Path | None = None
     #: A named task set of the domain's data (`--task-set-name`; None: the domain's own tasks).
     task_set_name: str | None = None
+    #: The split to draw tasks from; `base` on a domain without one is the domain's default
+    #: split (the original τ-bench's `test`); None: every task.
     task_split: str | None = "base"
-    #: Task ids (a list, or one space- or comma-separated text); None: the whole split.
+    #: Task ids (a list, or one space- or comma-separated text); None: the whole split. An id
+    #: that is a task's position in the split (`2`) names that task (`test_2`), as the original
+    #: τ-bench numbers its tasks.
     task_ids: list[str] | None = None
+    #: Tasks by position in the split, from `start_index` up to `end_index` (not included;
+    #: None or -1: to the end), as the original τ-bench's options; ignored with `task_ids`.
+    start_index: int = Field(0, ge=0)
+    end_index: int | None = None
     num_tasks: int | None = Field(None, ge=1)
     num_trials: int = Field(1, ge=1)
-    seed: int = DEFAULT_SEED
+    #: The run's seed (None: the domain's benchmark's, tau2's 300 or τ-bench's 10).
+    seed: int | None = None
+    #: Run each trial's tasks in an order shuffled with the run's seed, as the original
+    #: τ-bench's `--shuffle`.
+    shuffle: bool = False
     #: A domain with retrieval configs (banking_knowledge): the config and its kwargs (None:
     #: the reference's default, alltools).
     retrieval_config: str | None = None
@@ -117,10 +129,21 @@ class RunConfig(BaseModel):
     user: str = "llm"
     user_llm: str | None = None
     user_llm_args: dict[str, Any] | None = None
+    #: The few-shot agent's examples: a JSON-lines file of `messages_display` texts (None: the
+    #: domain's own, for the τ-bench domains).
+    few_shot_displays_path: Path | None = None
+    #: Send the model calls the original τ-bench's user simulator makes while it is built (no
+    #: instruction; one per task and one per run): they change nothing, so by default they
+    #: are not sent (docs/taubench.md).
+    user_init_calls: bool = False
+    #: The original τ-bench's data folder (None: $TAUBENCH_DATA_DIR).
+    taubench_data_dir: Path | None = None
 
     # --- the conversation -----------------------------------------------------------------------
     max_steps: int = Field(DEFAULT_MAX_STEPS, ge=1)
-    max_errors: int = Field(DEFAULT_MAX_ERRORS, ge=1)
+    #: Failed tool calls that end a conversation (None: the domain's benchmark's, tau2's 10;
+    #: the original τ-bench has no limit).
+    max_errors: int | None = Field(None, ge=1)
     #: Seconds of wall-clock time a simulation may take (None: no limit); past it the
     #: conversation ends with the termination 'timeout', as in the reference. With agent
     #: "cmd", how long the program may run.
@@ -162,6 +185,17 @@ class RunConfig(BaseModel):
             raise ConfigError(_one_sentence(exc)) from None
 
     # --- checks ---------------------------------------------------------------------------------
+    @model_validator(mode="before")
+    @classmethod
+    def _original_names(cls, values: Any) -> Any:
+        """The original τ-bench's run.py options, as its RunConfig spells them."""
+        return original_options(values) if isinstance(values, dict) else values
+
+    @field_validator("end_index", mode="before")
+    @classmethod
+    def _end(cls, value: Any) -> Any:
+        return None if value == -1 else value
+
     @field_validator("task_ids", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> list[str] | None:
@@ -225,19 +259,80 @@ def _one_sentence(exc: ValidationError) -> str:
     return f"{name}: {message[:1].lower()}{message[1:]}{shown}"
 
 
+def split_of(domain: Domain, config: RunConfig) -> str | None:
+    """The split a run draws from: `base` on a domain without one is its default split."""
+    split = config.task_split
+    if split == "base" and "base" not in domain.splits:
+        return domain.default_split
+    return split
+
+
 def select_tasks(domain: Domain, config: RunConfig) -> list[Task]:
+    split = split_of(domain, config)
     try:
-        ids = domain.task_ids(config.task_split)
+        ids = domain.task_ids(split)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
     if config.task_ids:
-        unknown = [t for t in config.task_ids if t not in domain.tasks]
+        named = [_task_id(domain, split, t) for t in config.task_ids]
+        unknown = [t for t in named if t not in domain.tasks]
         if unknown:
             raise ConfigError(f"unknown task id(s) in domain '{domain.name}': {', '.join(unknown)}")
-        ids = [t for t in config.task_ids]
+        ids = named
+    else:
+        ids = ids[config.start_index : config.end_index]
     if config.num_tasks is not None:
         ids = ids[: config.num_tasks]
     return [domain.task(t) for t in ids]
+
+
+def _task_id(domain: Domain, split: str | None, given: str) -> str:
+    """A task id as given, or a task's position in the split (`2`: `test_2`)."""
+    if given in domain.tasks or split is None or not given.isdigit():
+        return given
+    positional = f"{split}_{given}"
+    return positional if positional in domain.tasks else given
+
+
+#: The original τ-bench's option names: ours, or how its values become ours.
+ORIGINAL_NAMES = {"agent_strategy": "agent", "user_strategy": "user"}
+ORIGINAL_ENVS = {"retail": "tau-bench-retail", "airline": "tau-bench-airline"}
+
+
+def original_options(values: dict[str, Any]) -> dict[str, Any]:
+    """Options in the original τ-bench's spelling (`env`, `agent_strategy`, `user_strategy`,
+    `model` with `model_provider`, `user_model` with `user_model_provider`, `temperature`) as
+    ours; a value given both ways must agree."""
+    values = dict(values)
+
+    def put(name: str, value: Any, given_as: str) -> None:
+        if values.get(name) is not None and values[name] != value:
+            raise ValueError(f"{given_as} and {name} disagree ({value!r}, {values[name]!r})")
+        values[name] = value
+
+    if values.get("env") is not None:
+        env = values.pop("env")
+        if env not in ORIGINAL_ENVS:
+            raise ValueError(f"env is one of {', '.join(ORIGINAL_ENVS)}, not {env!r}")
+        put("domain", ORIGINAL_ENVS[env], "env")
+    values.pop("env", None)
+    for original, ours in ORIGINAL_NAMES.items():
+        if original in values:
+            value = values.pop(original)
+            if value is not None:
+                put(ours, value, original)
+    for side, model_key in (("agent", "model"), ("user", "user_model")):
+        model, provider = values.pop(model_key, None), values.pop(f"{model_key}_provider", None)
+        if model is not None:
+            put(f"{side}_llm", f"{provider}/{model}" if provider else model, model_key)
+        elif provider is not None:
+            raise ValueError(f"{model_key}_provider goes with {model_key}")
+    if "temperature" in values:
+        temperature = values.pop("temperature")
+        if temperature is not None:
+            args = dict(values.get("agent_llm_args") or {})
+            values["agent_llm_args"] = {**args, "temperature": float(temperature)}
+    return values
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:

@@ -98,3 +98,22 @@ def summarize(simulations: list[dict]) -> Summary:
     summary.avg_user_cost = sum(user_costs) / len(user_costs) if user_costs else None
     summary.avg_duration = sum(float(s.get("duration") or 0.0) for s in sims) / len(sims)
     return summary
+
+
+def original_metrics(simulations: list[dict]) -> tuple[float, dict[int, float]]:
+    """The average reward and pass^k as the original τ-bench's run.py prints them
+    (`display_metrics`): over every result (infrastructure failures, which it does not have,
+    left out), k from 1 to the number of distinct trials, each task's successes c out of that
+    number n of trials giving C(c, k) / C(n, k), averaged over tasks."""
+    sims = [s for s in simulations if s.get("termination_reason") != INFRA]
+    if not sims:
+        return 0.0, {}
+    trials = len({s.get("trial") for s in sims})
+    successes: dict[str, int] = defaultdict(int)
+    for sim in sims:
+        successes[str(sim["task_id"])] += is_success(_reward(sim))
+    pass_hat = {
+        k: sum(math.comb(c, k) / math.comb(trials, k) for c in successes.values()) / len(successes)
+        for k in range(1, trials + 1)
+    }
+    return sum(_reward(s) for s in sims) / len(sims), pass_hat

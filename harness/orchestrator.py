@@ -6,6 +6,10 @@ session) and back to its sender. The run ends on the user's stop tokens, the age
 step limit, or too many failed tool calls; in a domain with terminate tools (the original
 τ-bench's `transfer_to_human_agents`), also right after the agent calls one, as that reference
 ends its episode then (the message's later tool calls are not run).
+
+A benchmark's own rules (`harness.benchmarks`) change a few of these: the original τ-bench's
+user opens the conversation (no agent greeting), only its `###STOP###` ends it, its agent has a
+number of actions rather than steps, and it has no limit on failed tool calls.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tau_mcp.conversation.errors import ParticipantFailed
 from tau_mcp.conversation.messages import (
+    USER_STOP_TOKENS,
     ChatMessage,
     Message,
     ToolMessage,
@@ -51,10 +57,27 @@ class Role(StrEnum):
 @dataclass
 class Limits:
     max_steps: int = DEFAULT_MAX_STEPS
-    max_errors: int = DEFAULT_MAX_ERRORS
+    #: Failed tool calls that end the conversation (None: no limit, as in the original τ-bench).
+    max_errors: int | None = DEFAULT_MAX_ERRORS
     #: Seconds of wall-clock time; checked between turns, as the reference checks it (a turn
     #: under way is not cut short).
     timeout: float | None = None
+    #: The agent's messages a conversation may have (the original τ-bench's 30 actions); once
+    #: the last one is answered, the conversation ends with max_steps unless it ended already.
+    max_agent_actions: int | None = None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How a benchmark's conversations run where they differ from tau2's."""
+
+    #: The user speaks first, answering this line (which is not part of the conversation).
+    user_opening: str | None = None
+    #: What in a user's message ends the conversation.
+    user_stop_tokens: tuple[str, ...] = USER_STOP_TOKENS
+
+
+TAU2_RULES = Rules()
 
 
 @dataclass
@@ -98,8 +121,12 @@ class Orchestrator:
         enforce_protocol: bool = False,
         greeting: str = GREETING,
         terminate_tools: frozenset[str] = frozenset(),
+        rules: Rules = TAU2_RULES,
     ) -> None:
         self.agent, self.user = agent, user
+        self.rules = rules
+        self.agent_actions = 0
+        self.failure: str | None = None
         self.terminate_tools = terminate_tools
         self.greeting = greeting
         self.enforce_protocol = enforce_protocol
@@ -125,6 +152,18 @@ class Orchestrator:
             self._resume_from(history)
             return
         self.user.start([])
+        if self.rules.user_opening is not None and not self.solo:
+            self.agent.start([])
+            try:
+                first = await self.user.opening(self.rules.user_opening)
+            except ParticipantFailed as exc:
+                self.failure = f"{Role.USER}: {exc}"
+                self._finish(Termination.USER_ERROR)
+                return
+            _require_content(first)
+            self.trajectory = [first]
+            self._route(Role.USER, first)
+            return
         if not self.solo:
             # The first agent message, unless the agent opens itself (an outside agent).
             opening = await self.agent.opening()
@@ -184,16 +223,34 @@ class Orchestrator:
         self.termination = reason
 
     # --- turns ------------------------------------------------------------------------------
+    def _user_stops(self, message: ChatMessage) -> bool:
+        tokens = self.rules.user_stop_tokens
+        if tokens is USER_STOP_TOKENS:
+            return is_user_stop(message)
+        if message.is_tool_call() or message.content is None:
+            return False
+        return any(token in message.content for token in tokens)
+
     async def _step(self) -> None:
+        try:
+            await self._turn()
+        except ParticipantFailed as exc:  # its own rules failed on its model's reply
+            self.failure = f"{self.receiver}: {exc}"
+            self._finish(
+                Termination.USER_ERROR if self.receiver == Role.USER else Termination.AGENT_ERROR
+            )
+
+    async def _turn(self) -> None:
         if self.receiver == Role.USER:
             reply = await self.user.respond(self.message)  # type: ignore[arg-type]
             _require_content(reply)
             self.trajectory.append(reply)
             self._route(Role.USER, reply)
-            if is_user_stop(reply):
+            if self._user_stops(reply):
                 self._finish(Termination.USER_STOP)
         elif self.receiver == Role.AGENT:
             reply = await self.agent.respond(self.message)
+            self.agent_actions += 1
             _require_content(reply)
             self.trajectory.append(reply)
             self._route(Role.AGENT, reply)
@@ -254,8 +311,16 @@ class Orchestrator:
             return
         if self.steps >= self.limits.max_steps:
             self._finish(Termination.MAX_STEPS)
-        if self.errors >= self.limits.max_errors:
+        if self.limits.max_errors is not None and self.errors >= self.limits.max_errors:
             self._finish(Termination.TOO_MANY_ERRORS)
+        actions = self.limits.max_agent_actions
+        if (
+            actions is not None
+            and not self.done
+            and self.receiver == Role.AGENT
+            and self.agent_actions >= actions
+        ):
+            self._finish(Termination.MAX_STEPS)
         timeout = self.limits.timeout
         if timeout is not None and not self.done and self._elapsed() >= timeout:
             self._finish(Termination.TIMEOUT)
@@ -286,4 +351,5 @@ class Orchestrator:
             tool_errors=self.errors,
             history_length=len(history),
             tool_costs=dict(self.tool_costs),
+            extra={"error": self.failure} if self.failure else {},
         )

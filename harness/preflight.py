@@ -21,8 +21,8 @@ from typing import Any
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.servers.engine.tasks import Task
 
-AGENTS_WITH_MODEL = {"llm", "solo", "gt"}
-USERS_WITH_MODEL = {"llm"}
+AGENTS_WITH_MODEL = {"llm", "solo", "gt", "tool-calling", "act", "react", "few-shot"}
+USERS_WITH_MODEL = {"llm", "react", "verify", "reflection"}
 
 
 class MissingModelKey(ConfigError):

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from tau_mcp.conversation.llm import DEFAULT_LLM
 from tau_mcp.conversation.reference_prompts import user_tool_filter
 from tau_mcp.conversation.reference_texts import ReferenceTexts, reference_texts
+from tau_mcp.conversation.taubench_texts import TauBenchTexts
 from tau_mcp.conversation.tools import ToolInfo
+from tau_mcp.harness.preflight import USERS_WITH_MODEL
 from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ def with_llm_defaults(config: RunConfig, texts: ReferenceTexts | None) -> RunCon
             changes["agent_llm"] = d.agent_llm
         if config.agent_llm_args is None:
             changes["agent_llm_args"] = d.agent_llm_args
-    if config.user == "llm":
+    if config.user in USERS_WITH_MODEL:
         if not config.user_llm:
             changes["user_llm"] = d.user_llm
         if config.user_llm_args is None:
@@ -75,6 +77,13 @@ def prompt_set_info(texts: ReferenceTexts | None) -> dict[str, Any]:
     if texts is None:
         return {"name": OWN_SET}
     return {"name": REFERENCE_SET, "source": texts.version, "folder": str(texts.folder)}
+
+
+def taubench_prompt_set_info(texts: TauBenchTexts | None) -> dict[str, Any]:
+    """What a results file records about the prompts of a run on a τ-bench domain."""
+    if texts is None:
+        return {"name": "tau-bench"}
+    return {"name": "tau-bench", "source": texts.version, "folder": str(texts.root)}
 
 
 def first_agent_message(texts: ReferenceTexts | None, own: str) -> str:

@@ -87,12 +87,13 @@ class Runner:
             domain = simulations.domain
             done = keep_finished(results, Path(config.save_to), domain.name, domain.tasks)
             self.kept = len(done)
+        assert config.seed is not None  # the SimulationRunner settled it
         seeds = trial_seeds(config.seed, config.num_trials)
+        by_id = {task.id: task for task in tasks}
         todo = [
-            (task, trial)
-            for trial in range(config.num_trials)
-            for task in tasks
-            if (task.id, trial) not in done
+            (by_id[task_id], trial)
+            for task_id, trial in simulations.plan().order  # trial by trial (see run_plan)
+            if (task_id, trial) not in done
         ]
         results.save()
         if on_start is not None:

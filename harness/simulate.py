@@ -28,24 +28,34 @@ from tau_mcp.grading import Grader
 from tau_mcp.harness import redaction
 from tau_mcp.harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from tau_mcp.harness.agents.stop_tool import solo_stop_tool
+from tau_mcp.harness.agents.taubench import FEW_SHOTS, FewShotAgent, TauBenchAgent
 from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from tau_mcp.harness.config import RunConfig, select_tasks
+from tau_mcp.harness.benchmarks import (
+    TAU2,
+    benchmark_of,
+    taubench_texts_of,
+    with_benchmark_defaults,
+)
+from tau_mcp.harness.config import RunConfig, select_tasks, split_of
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
 from tau_mcp.harness.prompt_sets import (
     first_agent_message,
     prompt_set_info,
+    taubench_prompt_set_info,
     user_tools_for,
     with_llm_defaults,
 )
 from tau_mcp.harness.review import Reviewer
+from tau_mcp.harness.run_plan import Draw, RunPlan, lone_draw, plan_run, sample_draw
 from tau_mcp.servers.engine.data import user_guidelines
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 from tau_mcp.simulator.base import UserContext, UserSimulator
 from tau_mcp.simulator.registry import user_class
+from tau_mcp.simulator.taubench import TauBenchUser
 
 AgentFactory = type[Agent]
 UserFactory = type[UserSimulator]
@@ -203,7 +213,8 @@ class SimulationRunner:
         states) between runners of the same run; `on_orchestrator` sees each conversation
         before it starts (a live view of its trajectory)."""
         self.texts = reference_texts(domain.data_dir)
-        config = with_llm_defaults(config, self.texts)
+        self.benchmark = benchmark_of(domain)
+        config = with_llm_defaults(with_benchmark_defaults(config, domain), self.texts)
         # Keys in the model arguments are redacted by value wherever this process writes or
         # prints (an error that echoes one included); see harness.redaction.
         redaction.remember_args([config.agent_llm_args, config.user_llm_args])
@@ -211,7 +222,17 @@ class SimulationRunner:
             redaction.remember_args(config.judge.llm_args)
         self.backend, self.domain, self.config = backend, domain, config
         self.agent_factory: AgentFactory = agent_factory or agent_class(config.agent)
-        self.user_factory: UserFactory = user_factory or user_class(config.user)
+        self.user_factory: UserFactory = user_factory or user_class(
+            config.user, self.benchmark.name
+        )
+        # The original τ-bench's texts, for its strategies (loaded only when one runs).
+        try:
+            self.taubench = taubench_texts_of(domain) if self._uses_taubench_texts() else None
+        except EngineError as exc:
+            raise ConfigError(str(exc)) from None
+        self.few_shot_displays = self._few_shot_displays()
+        self._plan: RunPlan | None = None
+        self._builds_pending = 1  # the original builds one more user simulator per run
         self.on_orchestrator = on_orchestrator
         self.solo = self.agent_factory.solo or config.user == "dummy"
         if self.solo and config.user != "dummy":
@@ -240,6 +261,7 @@ class SimulationRunner:
             else Grader(backend, domain, config.judge, self.episode_options)
         )
         self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
+        self.rules = self.benchmark.rules(domain)
         self.has_user_tools = domain.spec.user_tools is not None
         if self.variant is not None:
             self.policy = self.variant.policy(None)
@@ -248,6 +270,63 @@ class SimulationRunner:
             if self.texts is not None:
                 self.policy = compose_policy(self.texts, domain.name, self.solo) or self.policy
         self._guidelines: str | None = None
+
+    def _uses_taubench_texts(self) -> bool:
+        if self.benchmark.name != TAU2:
+            return True
+        return issubclass(self.agent_factory, TauBenchAgent) or issubclass(
+            self.user_factory, TauBenchUser
+        )
+
+    def _few_shot_displays(self) -> list[str] | None:
+        """The few-shot agent's examples: the run's file, else the domain's own."""
+        if not issubclass(self.agent_factory, FewShotAgent):
+            return None
+        from tau_mcp.conversation.taubench_texts import read_displays
+
+        path = self.config.few_shot_displays_path
+        if path is None:
+            if self.taubench is None or self.benchmark.name == TAU2:
+                raise ConfigError(
+                    "the few-shot agent needs its examples: pass --few-shot-displays-path"
+                )
+            path = self.taubench.few_shot_file(self.domain.spec.folder_name)
+        try:
+            displays = read_displays(Path(path))
+        except EngineError as exc:
+            raise ConfigError(str(exc)) from None
+        if len(displays) < FEW_SHOTS:
+            raise ConfigError(
+                f"{path} holds {len(displays)} examples; the few-shot agent shows {FEW_SHOTS}"
+            )
+        return displays
+
+    # --- the order of a run, and what each simulation draws ---------------------------------
+    def _draw(self) -> Draw | None:
+        if self.few_shot_displays is None:
+            return None
+        return sample_draw(len(self.few_shot_displays), FEW_SHOTS)
+
+    def plan(self) -> RunPlan:
+        """The run's simulations in the order they start, and what each draws (see run_plan)."""
+        if self._plan is None:
+            c = self.config
+            ids = [t.id for t in self.select().tasks]
+            assert c.seed is not None
+            split = split_of(self.domain, c)
+            size = len(self.domain.task_ids(split)) if self.benchmark.name != TAU2 else None
+            self._plan = plan_run(
+                c.seed, c.num_trials, ids, c.shuffle, self._draw(), size, bool(c.task_ids)
+            )
+        return self._plan
+
+    def draw_for(self, task: Task, trial: int) -> list[int] | None:
+        draw = self._draw()
+        if draw is None:
+            return None
+        found = self.plan().draws.get((task.id, trial))
+        assert self.config.seed is not None
+        return found if found is not None else lone_draw(self.config.seed, task.id, trial, draw)
 
     # --- which tasks -------------------------------------------------------------------------
     def select(self) -> TaskSelection:
@@ -300,11 +379,14 @@ class SimulationRunner:
             "judge_llm": self.grader.judge.model if self.grader.judge else None,
             "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
             "enforce_communication_protocol": c.enforce_protocol,
-            "prompt_set": prompt_set_info(self.texts),
+            "prompt_set": taubench_prompt_set_info(self.taubench)
+            if self.benchmark.name != TAU2
+            else prompt_set_info(self.texts),
             "retrieval_config": self.variant.name if self.variant is not None else None,
             "retrieval_config_kwargs": dict(self.variant.kwargs) or None
             if self.variant is not None
             else None,
+            **self._run_shape(),
             **(
                 {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
                 if self.reviewer
@@ -317,6 +399,20 @@ class SimulationRunner:
             info["task_set_name"] = self.domain.task_set
         return info
 
+    def _run_shape(self) -> dict[str, Any]:
+        """What the header records of a benchmark's own run options (nothing for tau2's)."""
+        c = self.config
+        shape: dict[str, Any] = {}
+        if self.benchmark.name != TAU2:
+            shape["benchmark"] = self.benchmark.name
+        if c.shuffle:
+            shape["shuffle"] = True
+        if self.few_shot_displays is not None:
+            shape["few_shot_displays_path"] = str(c.few_shot_displays_path or "(the domain's)")
+        if c.user_init_calls:
+            shape["user_init_calls"] = True
+        return shape
+
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""
         return self.variant is not None and self.variant.policy_per_task
@@ -326,6 +422,8 @@ class SimulationRunner:
         return self.variant.policy(task) if self._policy_per_task() else self.policy
 
     def user_guidelines(self) -> str | None:
+        if not getattr(self.user_factory, "reads_guidelines", False):
+            return None
         if self._guidelines is None and self.config.user == "llm" and self.texts is not None:
             path = user_guidelines_path(self.texts, self.has_user_tools)
             self._guidelines = self.texts.data_file(path)
@@ -365,7 +463,7 @@ class SimulationRunner:
         ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         sessions: list = []
         try:
-            orchestrator = await self._orchestrator(task, seed, ref, sessions)
+            orchestrator = await self._orchestrator(task, trial, seed, ref, sessions)
             if self.on_orchestrator is not None:
                 self.on_orchestrator(orchestrator)
             conversation = await orchestrator.run(history_messages(task))
@@ -377,6 +475,8 @@ class SimulationRunner:
                 await session.close()
             await self._forget(ref)
         record = self._record(task, trial, seed, conversation, reward_info, ref)
+        if conversation.extra.get("error"):
+            record["info"]["error"] = conversation.extra["error"]
         if self._policy_per_task():
             record["policy"] = self.policy_for(task)
         if self.reviewer is not None:  # after grading, before saving, as the reference does
@@ -384,7 +484,7 @@ class SimulationRunner:
         return record
 
     async def _orchestrator(
-        self, task: Task, seed: int, ref: EpisodeRef, sessions: list
+        self, task: Task, trial: int, seed: int, ref: EpisodeRef, sessions: list
     ) -> Orchestrator:
         """The episode's tool sessions (appended to `sessions` for closing), the agent, the
         user and the orchestrator that will run them."""
@@ -396,7 +496,7 @@ class SimulationRunner:
             sessions.append(user_session)
         agent_tools = await agent_session.list_tools()
         user_tools: list[ToolInfo] = await user_session.list_tools() if user_session else []
-        agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed)
+        agent = self._make_agent(task, agent_tools + (user_tools if self.solo else []), seed, trial)
         user = self._make_user(
             task, [] if self.solo else user_tools_for(task, user_tools, self.texts), seed
         )
@@ -405,13 +505,19 @@ class SimulationRunner:
             user,
             agent_session,
             user_session,
-            limits=Limits(self.config.max_steps, self.config.max_errors, self.config.timeout),
+            limits=Limits(
+                self.config.max_steps,
+                self.config.max_errors,
+                self.config.timeout,
+                self.benchmark.max_agent_actions,
+            ),
             solo=self.solo,
             user_tool_names={t.name for t in user_tools},
             agent_tool_names={t.name for t in agent_tools},
             enforce_protocol=self.config.enforce_protocol,
             greeting=first_agent_message(self.texts, GREETING),
             terminate_tools=frozenset(self.domain.spec.terminate_tools),
+            rules=self.rules,
         )
 
     async def _forget(self, ref: EpisodeRef) -> None:
@@ -420,7 +526,7 @@ class SimulationRunner:
         except Exception:  # noqa: BLE001 - the server evicts old episodes anyway
             pass
 
-    def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int) -> Agent:
+    def _make_agent(self, task: Task, tools: list[ToolInfo], seed: int, trial: int = 0) -> Agent:
         context = AgentContext(
             task=task,
             domain=self.domain.name,
@@ -432,6 +538,9 @@ class SimulationRunner:
             seed=seed,
             stop_tool=solo_stop_tool(self.domain) if self.solo else None,
             texts=self.texts,
+            taubench=self.taubench,
+            few_shot_displays=self.few_shot_displays,
+            draw=self.draw_for(task, trial),
         )
         try:
             return self.agent_factory(context)
@@ -448,11 +557,21 @@ class SimulationRunner:
             llm_args=dict(self.config.user_llm_args or {}),
             seed=seed,
             texts=self.texts,
+            taubench=self.taubench,
+            builds=self._builds(),
         )
         try:
             return self.user_factory(context)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+
+    def _builds(self) -> int:
+        """How often the original would have built this user simulator with no instruction
+        (with `user_init_calls`): once per task, and once more for the run's first."""
+        if not self.config.user_init_calls:
+            return 0
+        extra, self._builds_pending = self._builds_pending, 0
+        return 1 + extra
 
     def _record(self, task, trial, seed, conversation, reward_info, ref) -> dict[str, Any]:
         messages = [dump_message(m) for m in conversation.messages]

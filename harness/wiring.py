@@ -7,6 +7,7 @@ verifiers and Inspect integrations all start here, so a URL means the same thing
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,7 @@ from tau_mcp.conversation import collector
 from tau_mcp.harness import redaction
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.servers.engine.domain import Domain
+from tau_mcp.servers.engine.errors import DataError
 
 Readiness = Literal["load", "warm", "lazy"]
 
@@ -39,6 +41,19 @@ def load_domain(
         elif ready == "warm":
             domain.warm()
     return domain
+
+
+def use_taubench_data_dir(folder: str | Path | None) -> None:
+    """`--taubench-data-dir`: the original τ-bench's data folder for this process (and the
+    worker processes it starts), in place of $TAUBENCH_DATA_DIR."""
+    if folder is None:
+        return
+    from tau_mcp.servers.domains.tau_bench.spec import ENV_VAR
+
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise DataError(f"--taubench-data-dir {folder} is not a folder")
+    os.environ[ENV_VAR] = str(path)
 
 
 _shared: dict[tuple[str, str, str | None], Domain] = {}

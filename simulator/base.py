@@ -7,6 +7,7 @@ from typing import Any
 
 from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
 from tau_mcp.conversation.reference_texts import ReferenceTexts
+from tau_mcp.conversation.taubench_texts import TauBenchTexts
 from tau_mcp.conversation.tools import ToolInfo
 from tau_mcp.servers.engine.tasks import Task
 
@@ -22,6 +23,12 @@ class UserContext:
     seed: int | None = None
     #: The data folder's reference texts; when set, the llm user builds its requests from them.
     texts: ReferenceTexts | None = None
+    #: The original τ-bench's texts (its user strategies build their requests from them).
+    taubench: TauBenchTexts | None = None
+    #: How many times the original τ-bench builds this simulator before the conversation (its
+    #: run.py builds one per task, and one more per run), each build calling the model with no
+    #: instruction; 0: those calls are not sent (the default, see docs/taubench.md).
+    builds: int = 0
 
 
 class UserSimulator:
@@ -39,6 +46,12 @@ class UserSimulator:
 
     async def respond(self, incoming: ChatMessage | list[ToolMessage]) -> ChatMessage:
         raise NotImplementedError
+
+    async def opening(self, line: str) -> ChatMessage:
+        """The user's first message in a conversation the user opens (the original τ-bench's):
+        by default the reply to `line`, the opening the user's model is shown, which is not
+        part of the conversation."""
+        return await self.respond(ChatMessage(role="assistant", content=line))
 
     def record(self, incoming: ChatMessage | list[ToolMessage]) -> None:
         if isinstance(incoming, list):

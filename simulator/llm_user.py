@@ -30,6 +30,8 @@ def as_seen_by_user(message: Message) -> dict:
 
 class LLMUser(UserSimulator):
     implementation = "llm"
+    #: Its prompt holds the data folder's user-simulator guidelines.
+    reads_guidelines = True
 
     def __init__(self, context: UserContext) -> None:
         super().__init__(context)

@@ -7,16 +7,23 @@ from tau_mcp.simulator.base import UserSimulator
 from tau_mcp.simulator.dummy import DummyUser
 from tau_mcp.simulator.llm_user import LLMUser
 from tau_mcp.simulator.scripted import ScriptedUser
+from tau_mcp.simulator.taubench import TAU_BENCH_USERS
 
 USERS: dict[str, type[UserSimulator]] = {
     "llm": LLMUser,
     "scripted": ScriptedUser,
     "dummy": DummyUser,
+    # the original τ-bench's strategies (its `llm` is `llm` on its own domains)
+    **{name: cls for name, cls in TAU_BENCH_USERS.items() if name != "llm"},
 }
+#: Names that mean another user on the domains of a benchmark (`DomainSpec.benchmark`).
+BENCHMARK_USERS: dict[str, dict[str, type[UserSimulator]]] = {"tau-bench": TAU_BENCH_USERS}
 
 
-def user_class(name: str) -> type[UserSimulator]:
-    """A built-in user by name, or a plug-in given as `package.module:ClassName`."""
+def user_class(name: str, benchmark: str = "tau2") -> type[UserSimulator]:
+    """A built-in user by name (as the domain's benchmark names its users), or a plug-in given
+    as `package.module:ClassName`."""
+    builtins = {**USERS, **BENCHMARK_USERS.get(benchmark, {})}
     return plugin_class(
-        name, USERS, UserSimulator, kind="user", base_label="simulator.UserSimulator"
+        name, builtins, UserSimulator, kind="user", base_label="simulator.UserSimulator"
     )

@@ -7,12 +7,14 @@ from tau_mcp.harness.agents.base import Agent, AgentContext
 from tau_mcp.harness.agents.gt_agent import GTAgent
 from tau_mcp.harness.agents.llm_agent import LLMAgent, SoloAgent
 from tau_mcp.harness.agents.oracle import OracleAgent
+from tau_mcp.harness.agents.taubench import TAU_BENCH_AGENTS
 
 BUILTIN_AGENTS: dict[str, type[Agent]] = {
     "llm": LLMAgent,
     "solo": SoloAgent,
     "gt": GTAgent,
     "oracle": OracleAgent,
+    **TAU_BENCH_AGENTS,  # the original τ-bench's strategies: tool-calling, act, react, few-shot
 }
 
 

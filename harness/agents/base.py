@@ -11,6 +11,7 @@ from typing import Any
 
 from tau_mcp.conversation.messages import ChatMessage, Message, ToolMessage
 from tau_mcp.conversation.reference_texts import ReferenceTexts
+from tau_mcp.conversation.taubench_texts import TauBenchTexts
 from tau_mcp.harness.backends import ToolInfo
 from tau_mcp.servers.engine.tasks import Task
 
@@ -33,6 +34,12 @@ class AgentContext:
     #: The data folder's reference texts; when set, model-driven agents build their requests
     #: from them (the reference's prompts), else from our own prompts.
     texts: ReferenceTexts | None = None
+    #: The original τ-bench's texts (its agent strategies build their prompts from them).
+    taubench: TauBenchTexts | None = None
+    #: The few-shot agent's examples, and which of them this simulation shows (the indices the
+    #: original's run draws for it; see harness.run_plan).
+    few_shot_displays: list[str] | None = None
+    draw: list[int] | None = None
 
 
 Incoming = ChatMessage | list[ToolMessage] | None

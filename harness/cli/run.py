@@ -41,7 +41,7 @@ from tau_mcp.harness.cli.tau2_options import (
     read_extra_args,
     user_name,
 )
-from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
+from tau_mcp.harness.config import DEFAULT_SEED, ORIGINAL_ENVS, RunConfig
 from tau_mcp.harness.errors import ConfigError, ServerGone
 from tau_mcp.harness.metrics import INFRA, is_success
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -125,7 +125,11 @@ def run(
         f"{json.dumps(_DEFAULTS.user_llm_args)}, {_FROM}.",
     ),
     task_split: str = typer.Option(
-        "base", "--task-split", "--task-split-name", help="Task split to draw tasks from."
+        "base",
+        "--task-split",
+        "--task-split-name",
+        help="Task split to draw tasks from (base: the domain's default split, test on the "
+        "τ-bench domains).",
     ),
     task_set_name: str = typer.Option(
         None,
@@ -133,14 +137,34 @@ def run(
         help=TASK_SET_HELP,
     ),
     task_ids: list[str] = typer.Option(
-        None, "--task-ids", help="Task ids: space- or comma-separated, or repeat the option."
+        None,
+        "--task-ids",
+        help="Task ids: space- or comma-separated, or repeat the option; a number is the task "
+        "at that position of the split (τ-bench: --task-split test --task-ids 2 is test_2).",
+    ),
+    start_index: int = typer.Option(
+        0, "--start-index", min=0, help="Run the split's tasks from this position (τ-bench's)."
+    ),
+    end_index: int = typer.Option(
+        -1, "--end-index", help="... up to this position, not included (-1: to the end)."
     ),
     num_tasks: int = typer.Option(None, "--num-tasks", min=1, help="Run only the first N tasks."),
     num_trials: int = typer.Option(1, "--num-trials", min=1),
     max_concurrency: int = typer.Option(3, "--max-concurrency", min=1),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed"),
+    seed: int = typer.Option(
+        None, "--seed", help=f"The run's seed (default {DEFAULT_SEED}; τ-bench domains: 10)."
+    ),
+    shuffle: int = typer.Option(
+        0, "--shuffle", help="1: each trial runs its tasks in an order shuffled with the seed."
+    ),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1),
-    max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
+    max_errors: int = typer.Option(
+        None,
+        "--max-errors",
+        min=1,
+        help=f"Failed tool calls that end a conversation (default {DEFAULT_MAX_ERRORS}; "
+        "τ-bench domains: no limit).",
+    ),
     max_retries: int = typer.Option(
         3, "--max-retries", min=0, help="Retries of infrastructure failures."
     ),
@@ -207,6 +231,52 @@ def run(
         help="The reference's spelling; tau-mcp always resumes an existing --save-to file "
         "without asking (and refuses one written with other settings).",
     ),
+    env: str = typer.Option(
+        None, "--env", help="τ-bench's spelling: retail or airline (tau-bench-retail, ...)."
+    ),
+    agent_strategy: str = typer.Option(
+        None,
+        "--agent-strategy",
+        help="τ-bench's spelling of --agent: tool-calling, act, react or few-shot.",
+    ),
+    user_strategy: str = typer.Option(
+        None,
+        "--user-strategy",
+        help="τ-bench's spelling of --user: llm, react, verify or reflection.",
+    ),
+    model: str = typer.Option(None, "--model", help="τ-bench's spelling of --agent-llm."),
+    model_provider: str = typer.Option(
+        None, "--model-provider", help="With --model: its litellm provider (openai, ...)."
+    ),
+    user_model: str = typer.Option(None, "--user-model", help="τ-bench's --user-llm."),
+    user_model_provider: str = typer.Option(
+        None, "--user-model-provider", help="With --user-model: its litellm provider."
+    ),
+    temperature: float = typer.Option(
+        None, "--temperature", help="The agent model's temperature (into --agent-llm-args)."
+    ),
+    few_shot_displays_path: Path = typer.Option(
+        None,
+        "--few-shot-displays-path",
+        help="The few-shot agent's examples, a JSON-lines file (default: the τ-bench "
+        "domain's own).",
+    ),
+    user_init_calls: bool = typer.Option(
+        False,
+        "--user-init-calls",
+        help="Also send the model calls the original τ-bench's user simulator makes while it "
+        "is built (no instruction; one per task and one per run). They change nothing.",
+    ),
+    log_dir: Path = typer.Option(
+        None,
+        "--log-dir",
+        help="τ-bench's spelling: the folder the results file goes in (with no --save-to).",
+    ),
+    taubench_data_dir: Path = typer.Option(
+        None,
+        "--taubench-data-dir",
+        help="The original τ-bench's data folder (default $TAUBENCH_DATA_DIR).",
+    ),
     user_persona: str = typer.Option(
         None,
         "--user-persona",
@@ -224,10 +294,18 @@ def run(
         return _with_preset(ctx, preset, show_preset)
     if show_preset:
         fail("--show goes with --preset NAME")
+    if env is not None:
+        if env not in ORIGINAL_ENVS:
+            fail(f"--env is one of {', '.join(ORIGINAL_ENVS)}, not '{env}'")
+        if domain and domain != ORIGINAL_ENVS[env]:
+            fail(f"--env {env} and --domain {domain} disagree")
+        domain = ORIGINAL_ENVS[env]
     if not domain:
         fail(
             "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
         )
+    agent = _strategy("agent", agent, agent_strategy)
+    user = _strategy("user", user, user_strategy)
     try:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
         # in ctx.args, with the reference's voice and log options (noted, not used).
@@ -246,7 +324,7 @@ def run(
     for note in extra.notes:
         typer.echo(note, err=True)
     if save_to is None:
-        save_to = _default_results_path(domain, agent, user)
+        save_to = _default_results_path(domain, agent, user, log_dir)
     try:
         config = RunConfig(
             domain=domain,
@@ -261,6 +339,17 @@ def run(
             user_llm_args=llm_args_option("--user-llm-args", user_llm_args),
             task_split=task_split,
             task_ids=task_ids,
+            start_index=start_index,
+            end_index=end_index,
+            shuffle=bool(shuffle),
+            model=model,
+            model_provider=model_provider,
+            user_model=user_model,
+            user_model_provider=user_model_provider,
+            temperature=temperature,
+            few_shot_displays_path=few_shot_displays_path,
+            user_init_calls=user_init_calls,
+            taubench_data_dir=taubench_data_dir,
             num_tasks=num_tasks,
             num_trials=num_trials,
             max_concurrency=max_concurrency,
@@ -340,11 +429,21 @@ def _review_settings(auto: bool, mode: str, model: str | None) -> ReviewSettings
         fail(str(exc))
 
 
-def _default_results_path(domain: str, agent: str, user: str) -> Path:
-    """results/<time>_<domain>_<agent>_<user>.json, safe as a file name."""
+def _default_results_path(domain: str, agent: str, user: str, folder: Path | None) -> Path:
+    """results/<time>_<domain>_<agent>_<user>.json, safe as a file name (in `folder` if
+    given)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{stamp}_{domain}_{agent}_{user}".replace(":", "-").replace("/", "-")
-    return Path("results") / f"{name}.json"
+    return (folder or Path("results")) / f"{name}.json"
+
+
+def _strategy(side: str, name: str, strategy: str | None) -> str:
+    """`--agent`/`--user`, or τ-bench's `--agent-strategy`/`--user-strategy` for it."""
+    if strategy is None:
+        return name
+    if name not in ("llm", strategy):
+        fail(f"--{side} {name} and --{side}-strategy {strategy} disagree")
+    return strategy
 
 
 class ProgressBar:

@@ -49,7 +49,7 @@ async def run_oracle(
     async def one(task: Task) -> list[Finding]:
         try:
             async with gate:
-                record = await runner.attempt(task, 0, config.seed)
+                record = await runner.attempt(task, 0, runner.config.seed or 0)
         except Exception as exc:  # noqa: BLE001 - any failure is this task's finding
             message = f"the oracle's simulation did not run: {type(exc).__name__}: {exc}"
             return [error("oracle", message, task.id)]

@@ -72,6 +72,11 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
     table.add_row("duration / simulation", "n/a" if duration is None else f"{duration:.2f}s", "")
     endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items())
     table.add_row("endings", endings or "-", "")
+    original = run.get("original")
+    if original:  # a τ-bench run: the figures its run.py prints
+        table.add_row("τ-bench average reward (its run.py)", f"{original['avg_reward']:.4f}", "")
+        for k, value in original["pass_hat"].items():
+            table.add_row(f"τ-bench pass^{k} (its run.py)", f"{value:.4f}", "")
     if run.get("noise"):
         points = run["noise"]["detectable_difference"] * 100
         # Zero means no trial differed from another: nothing was observed, not a tight bound.

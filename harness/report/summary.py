@@ -14,7 +14,7 @@ from typing import Any
 
 from tau_mcp.grading.diagnosis import diagnosis_of
 from tau_mcp.grading.review import review_cost
-from tau_mcp.harness.metrics import INFRA, is_success, pass_hat_k, summarize
+from tau_mcp.harness.metrics import INFRA, is_success, original_metrics, pass_hat_k, summarize
 from tau_mcp.harness.report.failures import (
     failure_breakdown,
     noise,
@@ -166,6 +166,7 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "reviews": reviews_summary(cells),
         "pass_hat_excluding_user_caused": pass_hat_without_user_caused(grid, outcome, max_k),
         "noise": noise(finished),
+        **_original_figures(document.get("info") or {}, sims),
         "grid": {
             task: [
                 {
@@ -180,6 +181,16 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
             ]
             for task, cell in sorted(grid.items(), key=lambda kv: natural_key(kv[0]))
         },
+    }
+
+
+def _original_figures(info: dict[str, Any], sims: list[dict[str, Any]]) -> dict[str, Any]:
+    """A τ-bench run's figures as the original's run.py prints them (`original`)."""
+    if info.get("benchmark") != "tau-bench":
+        return {}
+    average, pass_hat = original_metrics(sims)
+    return {
+        "original": {"avg_reward": average, "pass_hat": {str(k): v for k, v in pass_hat.items()}}
     }
 
 

@@ -104,6 +104,10 @@ class DomainSpec:
     # tool calls (the original τ-bench's `respond` actions); tau2 also reads the text of
     # messages that call tools.
     communicate_replies_only: bool = False
+    # The benchmark the domain belongs to, which sets how its conversations run, the agents
+    # and user simulators its names mean, its run defaults and whether a leaderboard takes it:
+    # "tau2" (tau2-bench's domains) or "tau-bench" (the original τ-bench's).
+    benchmark: str = "tau2"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -19,6 +19,7 @@ ENV_VAR = "TAUBENCH_DATA_DIR"
 LOCATION = DataLocation(layout="taubench/domains/{folder}", env_var=ENV_VAR)
 # The original ends an episode right after one of these tools runs.
 TERMINATE_TOOLS = ("transfer_to_human_agents",)
+BENCHMARK = "tau-bench"
 
 
 def tau_bench_spec(
@@ -46,4 +47,5 @@ def tau_bench_spec(
         hash_format=DATA_HASH,
         terminate_tools=TERMINATE_TOOLS,
         communicate_replies_only=True,
+        benchmark=BENCHMARK,
     )

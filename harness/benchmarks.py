@@ -1,0 +1,109 @@
+"""The benchmarks a domain can belong to (`DomainSpec.benchmark`), and what each changes in a
+run: tau2-bench's domains, and the original τ-bench's (`tau-bench-retail`, `tau-bench-airline`).
+
+A benchmark sets the defaults of the run options its domains do not share with tau2 (a run
+option left unset takes its domain's benchmark's value), the names of agents and users that
+mean its own strategies (`llm` on a τ-bench domain is its tool-calling agent and its llm
+user), the conversation's rules (`harness.orchestrator.Rules`, `Limits.max_agent_actions`), how
+pass^k is shown, and whether the tau2 leaderboard takes its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tau_mcp.conversation.messages import STOP
+from tau_mcp.conversation.taubench_texts import (
+    TauBenchTexts,
+    taubench_texts,
+    texts_for_domain_folder,
+)
+from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
+from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, TAU2_RULES, Rules
+from tau_mcp.servers.engine.domain import Domain, DomainSpec
+
+TAU2 = "tau2"
+TAU_BENCH = "tau-bench"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    #: How the benchmark is named to people ("tau2", "τ-bench").
+    title: str
+    #: Values of `RunConfig` fields a run leaves unset (None).
+    defaults: Mapping[str, Any]
+    #: Agent names that mean another agent on this benchmark's domains.
+    agent_names: Mapping[str, str] = field(default_factory=dict)
+    #: The agent's messages a conversation may have (None: only `max_steps` applies).
+    max_agent_actions: int | None = None
+    #: Whether tau2's leaderboard (`submit`, `leaderboard`) takes its results.
+    leaderboard: bool = True
+
+    def agent_name(self, name: str) -> str:
+        return self.agent_names.get(name, name)
+
+    def rules(self, domain: Domain) -> Rules:
+        """How conversations on `domain` run."""
+        if self.name != TAU_BENCH:
+            return TAU2_RULES
+        return Rules(user_opening=taubench_texts_of(domain).opening, user_stop_tokens=(STOP,))
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    TAU2: Benchmark(
+        TAU2,
+        "tau2",
+        defaults={"seed": DEFAULT_SEED, "max_errors": DEFAULT_MAX_ERRORS},
+    ),
+    TAU_BENCH: Benchmark(
+        TAU_BENCH,
+        "τ-bench",
+        # The original's run.py: seed 10, no tool-error limit, the user model gpt-4o with no
+        # sampling arguments, the agent at temperature 0.0 (its `--model` has no default: ours
+        # is the model of its published tool-calling results).
+        defaults={
+            "seed": 10,
+            "max_errors": None,
+            "agent_llm": "gpt-4o",
+            "agent_llm_args": {"temperature": 0.0},
+            "user_llm": "gpt-4o",
+            "user_llm_args": {},
+        },
+        agent_names={"llm": "tool-calling"},
+        max_agent_actions=30,  # the original's agents' max_num_steps
+        leaderboard=False,
+    ),
+}
+
+
+def benchmark_of(domain: Domain | DomainSpec) -> Benchmark:
+    spec = domain.spec if isinstance(domain, Domain) else domain
+    return BENCHMARKS.get(spec.benchmark, BENCHMARKS[TAU2])
+
+
+def with_benchmark_defaults(config: RunConfig, domain: Domain) -> RunConfig:
+    """The run's settings on `domain`: its benchmark's names for the agent, and its defaults
+    for the options left unset. Applying it twice changes nothing."""
+    benchmark = benchmark_of(domain)
+    changes: dict[str, Any] = {}
+    agent = benchmark.agent_name(config.agent)
+    if agent != config.agent:
+        changes["agent"] = agent
+    for name, value in benchmark.defaults.items():
+        if getattr(config, name) is None and value is not None:
+            changes[name] = value
+    return config.replace(**changes) if changes else config
+
+
+def taubench_texts_of(domain: Domain) -> TauBenchTexts:
+    """The τ-bench texts a domain's runs use: those beside a τ-bench domain's data, else
+    those of $TAUBENCH_DATA_DIR (for τ-bench strategies run on another domain)."""
+    if benchmark_of(domain).name == TAU_BENCH:
+        return texts_for_domain_folder(domain.folder)
+    from tau_mcp.servers.domains.tau_bench.spec import LOCATION
+
+    return taubench_texts(LOCATION.root(Path(".")))
