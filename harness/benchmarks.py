@@ -24,6 +24,7 @@ from tau_mcp.conversation.taubench_texts import (
 from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, TAU2_RULES, Rules
 from tau_mcp.servers.engine.domain import Domain, DomainSpec
+from tau_mcp.servers.engine.tasks import Task
 
 TAU2 = "tau2"
 TAU_BENCH = "tau-bench"
@@ -97,6 +98,20 @@ def with_benchmark_defaults(config: RunConfig, domain: Domain) -> RunConfig:
         if getattr(config, name) is None and value is not None:
             changes[name] = value
     return config.replace(**changes) if changes else config
+
+
+def with_original_reward(
+    domain: Domain, task: Task, reward_info: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A graded τ-bench simulation's reward_info with the original's beside ours
+    (`original_reward_info`, as its results files hold it); unchanged on other domains."""
+    if reward_info is None or benchmark_of(domain).name != TAU_BENCH:
+        return reward_info
+    from tau_mcp.servers.domains.tau_bench.reward import original_reward_info
+
+    if reward_info.get("db_check") is None:  # ended early: the original computed no reward
+        return {**reward_info, "original_reward_info": None}
+    return {**reward_info, "original_reward_info": original_reward_info(task, reward_info)}
 
 
 def taubench_texts_of(domain: Domain) -> TauBenchTexts:

@@ -34,7 +34,10 @@ class Conversion:
 
 
 def default_target(source: Layout) -> Layout:
-    """The reference's default: a folder becomes a single file, a single file a folder."""
+    """The reference's default: a folder becomes a single file, a single file a folder; the
+    original τ-bench's file becomes ours."""
+    if source == "tau-bench":
+        return "tau-mcp"
     return "json" if source == "dir" else "dir"
 
 
@@ -44,8 +47,10 @@ def convert(
     output: Path | None = None,
     *,
     backup: bool = True,
+    task_split: str = "test",
 ) -> Conversion | None:
-    """Convert; None when the input is in the target layout already (nothing to do)."""
+    """Convert; None when the input is in the target layout already (nothing to do). The
+    original τ-bench's results are of `task_split` (they do not record it)."""
     path = Path(path)
     source = detect(path)
     target = target or default_target(source)
@@ -56,7 +61,7 @@ def convert(
             f"{path} belongs to an unfinished run ({journal_path(path).name} is beside it); "
             "finish it by rerunning with the same --save-to, then convert"
         )
-    document = convert_document(read(path), source, target)
+    document = convert_document(read(path, task_split), source, target)
     count = len(document["simulations"])
     if output is not None:
         _refuse_existing(output, target)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from tau_mcp.conversation.messages import parse_message
 from tau_mcp.grading import Grader
 from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.harness.benchmarks import with_original_reward
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.task_group import gather_or_cancel
 from tau_mcp.servers.engine.domain import Domain
@@ -74,7 +75,7 @@ async def regrade(
                 )
             finally:
                 await backend.delete_episode(ref)
-        return {**sim, "reward_info": reward_info}
+        return {**sim, "reward_info": with_original_reward(domain, task, reward_info)}
 
     graded = await gather_or_cancel(*(one(s) for s in sims))
     return {**document, "simulations": list(graded)}

@@ -218,6 +218,13 @@ class Orchestrator:
         else:
             self.receiver = Role.USER if sender == Role.AGENT else Role.AGENT
 
+    def unanswered(self) -> ChatMessage | list[ToolMessage] | None:
+        """What the agent would have been handed next had the conversation gone on (the
+        user's last message, its last tool results), or None."""
+        if self.receiver == Role.AGENT and self.sender != Role.AGENT:
+            return self.message
+        return None
+
     def _finish(self, reason: Termination) -> None:
         self.done = True
         self.termination = reason

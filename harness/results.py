@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_mcp.conversation.messages import now
-from tau_mcp.harness import redaction
+from tau_mcp.harness import redaction, results_taubench
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.results_dir import LayoutError, dir_paths, read_dir
 from tau_mcp.harness.results_shape import shape_problem
@@ -75,7 +75,12 @@ def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[st
             raise ResultsError(str(exc)) from None
     else:
         data, text = _read_single(path)
-    if isinstance(data, list):
+    if results_taubench.is_original(data):  # the original τ-bench's results file
+        try:
+            data = results_taubench.from_original(data)
+        except results_taubench.OriginalLayoutError as exc:
+            raise ResultsError(f"{path}: {exc}") from None
+    elif isinstance(data, list):
         data = {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise ResultsError(f"{path} is neither a results file nor a list of simulations")

@@ -9,6 +9,8 @@
   `simulation_index` summarizing them) and `simulations/<simulation id>.json`, one file per
   simulation, written as the reference's pydantic writer does (two-space indent, UTF-8 text,
   shortest float forms such as `1e-7`).
+- `tau-bench`: the original τ-bench's results file, a list of its results
+  (`tau_mcp.harness.results_taubench`, which reads it into our document and writes it back).
 
 All three hold the same document. Converting is reading one layout and writing another, and a
 round trip gives back the same bytes for any file its own writer produced (every run's file,
@@ -26,6 +28,7 @@ from typing import Any, Literal
 
 import orjson
 
+from tau_mcp.harness import results_taubench
 from tau_mcp.harness.redaction import redact_document
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.results_dir import (
@@ -38,8 +41,8 @@ from tau_mcp.harness.results_dir import (
     read_json,
 )
 
-Layout = Literal["tau-mcp", "json", "dir"]
-LAYOUTS: tuple[Layout, ...] = ("tau-mcp", "json", "dir")
+Layout = Literal["tau-mcp", "json", "dir", "tau-bench"]
+LAYOUTS: tuple[Layout, ...] = ("tau-mcp", "json", "dir", "tau-bench")
 REFERENCE_ORDER = ("timestamp", "info", "tasks", "simulations", INDEX_KEY)
 
 
@@ -58,17 +61,25 @@ def detect(path: Path) -> Layout:
         raise LayoutError(f"no such file or folder: {path}") from None
     except OSError as exc:
         raise LayoutError(f"cannot read {path} ({exc.strerror})") from None
+    if head.lstrip().startswith(b"["):
+        return "tau-bench"  # a list of results: the original τ-bench's file
     return "tau-mcp" if head == b'{\n "' else "json"
 
 
 # --- reading ---------------------------------------------------------------------------------
 
 
-def read(path: Path) -> dict[str, Any]:
-    """Any layout as one document (our single files and the reference's read alike)."""
-    if detect(path) == "dir":
+def read(path: Path, task_split: str = "test") -> dict[str, Any]:
+    """Any layout as one document (our single files and the reference's read alike; the
+    original τ-bench's results are of `task_split`, which they do not record)."""
+    layout = detect(path)
+    if layout == "dir":
         return read_dir(path)
     data = read_json(Path(path))
+    if layout == "tau-bench":
+        if not results_taubench.is_original(data):
+            raise LayoutError(f"{path} is not a results file (a list, but not of τ-bench results)")
+        return results_taubench.from_original(data, task_split)
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise LayoutError(f"{path} is not a results file (no list of simulations)")
     return data
@@ -153,4 +164,9 @@ def single_file_text(document: dict[str, Any], layout: Layout) -> str:
         return tau_mcp_text(document)
     if layout == "json":
         return json_text(document)
+    if layout == "tau-bench":
+        try:
+            return results_taubench.original_layout_text(redact_document(document))
+        except results_taubench.OriginalLayoutError as exc:
+            raise LayoutError(str(exc)) from None
     raise LayoutError(f"{layout} is not a single-file layout")

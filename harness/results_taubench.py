@@ -25,8 +25,6 @@ import re
 import uuid
 from typing import Any
 
-from tau_mcp.conversation.messages import STOP
-
 KEY = "taubench"  # where a simulation keeps the original's result
 LAYOUT = "tau-bench"
 RESPOND = "respond"
@@ -201,56 +199,87 @@ def _json_object(raw: Any) -> dict[str, Any]:
 
 # --- writing ---------------------------------------------------------------------------------
 def to_original(document: dict[str, Any], tasks: dict[str, Any] | None = None) -> list[dict]:
-    """A document as the original's results: the result each simulation keeps (read from the
-    original's layout), else one made from the simulation. `tasks` maps task ids to the task
-    as the original models it (the task's `original` field), for the results' `info.task`."""
+    """A document as the original's results: the result a simulation keeps (read from the
+    original's layout; its reward and reward_info as last graded), else one made from the
+    simulation. `tasks` maps task ids to the task as the original models it (`original_task`),
+    which a simulation tau-mcp ran needs for its `info.task`."""
     policy = ((document.get("info") or {}).get("environment_info") or {}).get("policy")
     return [_result(sim, policy, tasks or {}) for sim in document["simulations"]]
 
 
-def _result(sim: dict[str, Any], policy: str | None, tasks: dict[str, Any]) -> dict[str, Any]:
+def needs_tasks(document: dict[str, Any]) -> bool:
+    """Whether writing a document in the original's layout needs its domain's tasks."""
+    return any(not _kept(sim) for sim in document["simulations"])
+
+
+def _kept(sim: dict[str, Any]) -> dict[str, Any] | None:
     kept = (sim.get("info") or {}).get(KEY)
+    return kept if isinstance(kept, dict) and set(RESULT_KEYS) <= set(kept) else None
+
+
+def _result(sim: dict[str, Any], policy: str | None, tasks: dict[str, Any]) -> dict[str, Any]:
     reward_info = sim.get("reward_info") or {}
-    if isinstance(kept, dict) and set(RESULT_KEYS) <= set(kept):
-        return {**kept, "reward": float(reward_info.get("reward", kept["reward"]) or 0.0)}
+    kept = _kept(sim)
+    if kept is not None:
+        result = {**kept, "reward": float(reward_info.get("reward", kept["reward"]) or 0.0)}
+        regraded = reward_info.get("original_reward_info")
+        if regraded is not None and "reward_info" in (kept.get("info") or {}):
+            result["info"] = {**kept["info"], "reward_info": regraded}
+        return result
     task_id = str(sim.get("task_id"))
     index = task_id.rsplit("_", 1)[-1]
-    if not index.isdigit():
+    if task_id not in tasks or not index.isdigit():
         raise OriginalLayoutError(
             f"simulation {sim.get('id')} is of task '{task_id}', not a τ-bench task"
         )
-    info: dict[str, Any] = {}
-    if task_id in tasks:
-        info["task"] = tasks[task_id]
     messages = sim.get("messages") or []
-    if messages:
-        last = messages[-1]
-        info["source"] = "user" if last.get("role") == "user" else _source(messages)
-    info["user_cost"] = sim.get("user_cost")
-    if reward_info.get("original_reward_info") is not None:
-        info["reward_info"] = reward_info["original_reward_info"]
     error = (sim.get("info") or {}).get("error")
     if error:
-        info = {"error": error, "traceback": ""}
+        info: dict[str, Any] = {"error": error, "traceback": ""}
+    else:
+        info = {
+            "task": tasks[task_id],
+            "source": _source(messages),
+            "user_cost": sim.get("user_cost"),
+            "reward_info": reward_info.get("original_reward_info"),
+        }
     traj = (sim.get("info") or {}).get("traj") or _traj(messages, policy)
     return {
         "task_id": int(index),
         "reward": float(reward_info.get("reward") or 0.0),
         "info": info,
-        "traj": traj,
+        "traj": [_as_dumped(m) for m in traj],
         "trial": int(sim.get("trial") or 0),
     }
 
 
 def _source(messages: list[dict[str, Any]]) -> str:
+    """The last step's source, as the original's info records it: `user` after a reply to the
+    user, else the tool the agent last called."""
     for message in reversed(messages):
-        for call in message.get("tool_calls") or []:
-            return str(call.get("name"))
+        if message.get("role") != "assistant":
+            continue
+        calls = message.get("tool_calls") or []
+        return str(calls[0].get("name")) if calls else "user"
     return "user"
 
 
+def _as_dumped(message: dict[str, Any]) -> dict[str, Any]:
+    """An agent's reply as the original's trajectory holds it (litellm's message dump, the
+    pinned release's fields: unset ones null)."""
+    if message.get("role") != "assistant":
+        return message
+    return {
+        "content": message.get("content"),
+        "role": "assistant",
+        "tool_calls": message.get("tool_calls"),
+        "function_call": message.get("function_call"),
+        "provider_specific_fields": message.get("provider_specific_fields"),
+    }
+
+
 def _traj(messages: list[dict[str, Any]], policy: str | None) -> list[dict[str, Any]]:
-    """The tool-calling agent's message list for a conversation run by another agent."""
+    """A tool-calling agent's message list for a conversation run by an agent that kept none."""
     traj: list[dict[str, Any]] = [{"role": "system", "content": policy or ""}]
     names: dict[str, str] = {}
     for message in messages:
@@ -276,17 +305,40 @@ def _traj(messages: list[dict[str, Any]], policy: str | None) -> list[dict[str, 
                 "id": call.get("id"),
                 "type": "function",
             }
-            entry = {"role": "assistant", "tool_calls": [wire]}
-            if message.get("content") is not None:
-                entry = {"content": message["content"], **entry}
-            traj.append(entry)
+            traj.append(
+                {"role": "assistant", "content": message.get("content"), "tool_calls": [wire]}
+            )
         elif role == "assistant":
-            traj.append({"content": message.get("content"), "role": "assistant"})
+            traj.append({"role": "assistant", "content": message.get("content")})
         elif role == "user":
             traj.append({"role": "user", "content": message.get("content")})
     return traj
 
 
-def ends_with_stop(messages: list[dict[str, Any]]) -> bool:
-    last = messages[-1] if messages else {}
-    return last.get("role") == "user" and STOP in str(last.get("content") or "")
+def original_text(results: list[dict[str, Any]]) -> str:
+    """The original's results file as its run.py writes it (`json.dump(..., indent=2)`)."""
+    return json.dumps(results, indent=2)
+
+
+def original_layout_text(document: dict[str, Any]) -> str:
+    """A document in the original's layout; a simulation tau-mcp ran takes its task from the
+    domain the document records (loaded, which needs the τ-bench data folder)."""
+    tasks: dict[str, Any] = {}
+    if needs_tasks(document):
+        tasks = _original_tasks(document)
+    return original_text(to_original(document, tasks))
+
+
+def _original_tasks(document: dict[str, Any]) -> dict[str, Any]:
+    from tau_mcp.harness.wiring import load_domain
+    from tau_mcp.servers.domains.tau_bench.tasks import original_task
+
+    info = document.get("info") or {}
+    name = (info.get("environment_info") or {}).get("domain_name")
+    if info.get("benchmark") != "tau-bench" or not isinstance(name, str):
+        raise OriginalLayoutError(
+            "only results of the τ-bench domains (tau-bench-retail, tau-bench-airline) can be "
+            "written in the original τ-bench's layout"
+        )
+    domain = load_domain(name, None, ready="lazy")
+    return {task_id: original_task(task) for task_id, task in domain.tasks.items()}

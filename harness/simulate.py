@@ -35,6 +35,7 @@ from tau_mcp.harness.benchmarks import (
     benchmark_of,
     taubench_texts_of,
     with_benchmark_defaults,
+    with_original_reward,
 )
 from tau_mcp.harness.config import RunConfig, select_tasks, split_of
 from tau_mcp.harness.errors import ConfigError
@@ -474,9 +475,12 @@ class SimulationRunner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
+        reward_info = with_original_reward(self.domain, task, reward_info)
         record = self._record(task, trial, seed, conversation, reward_info, ref)
         if conversation.extra.get("error"):
             record["info"]["error"] = conversation.extra["error"]
+        if isinstance(orchestrator.agent, TauBenchAgent):  # the original's `traj`
+            record["info"]["traj"] = orchestrator.agent.trajectory(orchestrator.unanswered())
         if self._policy_per_task():
             record["policy"] = self.policy_for(task)
         if self.reviewer is not None:  # after grading, before saving, as the reference does

@@ -84,6 +84,13 @@ class TauBenchAgent(Agent):
     def observation(self, call_id: str, name: str, content: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
 
+    def trajectory(self, last: Incoming) -> list[dict[str, Any]]:
+        """The agent's messages as the original's results keep them (`traj`): with what
+        answered its last message (the user's stop, the transfer's result), if anything did."""
+        if last is not None:
+            self.observe(last)
+        return self.wire
+
     def act(self, message: dict[str, Any]) -> ChatMessage:
         """The agent's message for the model's reply, which joins the wire history."""
         calls = message.get("tool_calls") or []

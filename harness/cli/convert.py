@@ -1,5 +1,6 @@
-"""`tau-harness convert-results`: a results file between our layout and the reference's `json`
-and `dir` layouts (docs/leaderboard.md#convert-results)."""
+"""`tau-harness convert-results`: a results file between our layout, the reference's `json`
+and `dir` layouts and the original τ-bench's results file (docs/leaderboard.md#convert-results,
+docs/taubench.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def convert_results(
     to: str = typer.Option(
         None,
         "--to",
-        help="tau-mcp, json or dir (default: a folder becomes json, a file becomes dir).",
+        help="tau-mcp, json, dir or tau-bench (the original τ-bench's results file); default: "
+        "a folder becomes json, a file dir, a τ-bench file tau-mcp.",
     ),
     output: Path = typer.Option(
         None, "-o", "--output", help="Write here instead of converting in place."
@@ -28,14 +30,20 @@ def convert_results(
     no_backup: bool = typer.Option(
         False, "--no-backup", help="In place: keep no .bak copy of what is replaced."
     ),
+    task_split: str = typer.Option(
+        "test",
+        "--task-split",
+        help="Reading a τ-bench results file: the split its tasks are of (it does not say).",
+    ),
 ) -> None:
-    """Convert a results file between our layout and the reference's json and dir layouts."""
+    """Convert a results file between our layout, the reference's json and dir layouts and the
+    original τ-bench's results file."""
     from tau_mcp.harness.convert_results import convert
 
     if to is not None and to not in LAYOUTS:
         fail(f"unknown layout {to!r} (one of {', '.join(LAYOUTS)})")
     try:
-        done = convert(path, to, output, backup=not no_backup)  # type: ignore[arg-type]
+        done = convert(path, to, output, backup=not no_backup, task_split=task_split)  # type: ignore[arg-type]
     except (LayoutError, ResultsError) as exc:
         fail(str(exc))
         return

@@ -275,6 +275,8 @@ def check_run(
                 diffs.append(
                     f"task {record['task_id']}: reward {mine}, recorded {record['reward']}"
                 )
+    if not crashed and out.is_file():
+        diffs += _results_diffs(results, out)
     if done.returncode != 0:
         diffs.append(f"exit {done.returncode}: {(done.stderr or done.stdout)[-500:]}")
     return {
@@ -285,6 +287,30 @@ def check_run(
         "identical": not diffs,
         "diffs": diffs,
     }
+
+
+def _results_diffs(recorded: list[dict[str, Any]], ours: Path) -> list[str]:
+    """Our results written in the original's layout against the original's results file, its
+    user cost aside (the original keeps the last user call's cost, we the sum)."""
+    from tau_mcp.harness.results_layouts import read, single_file_text
+    from tests.support.taubench_cli import register
+
+    register()
+    written = json.loads(single_file_text(read(ours), "tau-bench"))
+
+    def key(result: dict[str, Any]) -> tuple[int, int]:
+        return result["trial"], result["task_id"]
+
+    diffs = []
+    for mine, theirs in zip(sorted(written, key=key), sorted(recorded, key=key), strict=False):
+        for result in (mine, theirs):
+            result["info"].pop("user_cost", None)
+        if mine != theirs:
+            field = next(k for k in theirs if mine.get(k) != theirs[k])
+            diffs.append(f"result of task {theirs['task_id']} differs in {field}")
+    if len(written) != len(recorded):
+        diffs.append(f"{len(written)} results, {len(recorded)} recorded")
+    return diffs
 
 
 def main(argv: list[str] | None = None) -> int:
