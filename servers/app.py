@@ -36,6 +36,7 @@ from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
 from tau_mcp.servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
 from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
 from tau_mcp.servers.mcp_apps import McpApps
+from tau_mcp.servers.mcp_listing import named
 from tau_mcp.servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
@@ -223,7 +224,7 @@ class TauServer:
                 EP_ENDPOINT,
                 style="json_object",
                 wrap_ep_results=self.settings.wrap_ep_results,
-                name=f"tau2-{domain}-eval-protocol",
+                name=named(self.domains[domain], "eval-protocol"),
                 variant=variant,
             )
             record_tool_calls(ep_server, episode_from_scope)

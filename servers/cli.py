@@ -306,6 +306,17 @@ def _mcp_url(http: str, domain: str, side: str) -> str:
     return url if url.endswith("/mcp") else f"{url}/{domain}/{side}/mcp"
 
 
+def _entry_name(domain: str, side: str) -> str:
+    """The MCP server's name as its endpoints give it (`tau2-airline-agent`)."""
+    from tau_mcp.servers.domains.registry import domain_spec
+
+    try:
+        spec = domain_spec(domain)
+    except EngineError:
+        return f"tau2-{domain}-{side}"
+    return f"tau2-{domain}-{side}" if spec.benchmark == "tau2" else f"{domain}-{side}"
+
+
 def claude_config(
     domain: str,
     side: str = "agent",
@@ -315,7 +326,7 @@ def claude_config(
     token: str | None = None,
 ) -> tuple[str, dict, list[str]]:
     """(server name, mcpServers entry, `claude mcp add` argv) for one domain side."""
-    name = f"tau2-{domain}-{side}"
+    name = _entry_name(domain, side)
     if http:
         url = _mcp_url(http, domain, side)
         entry: dict = {"type": "http", "url": url}

@@ -53,7 +53,7 @@ class FastToolCalls:
         if variant is not None and domain.variants is not None:
             self.tool_names |= set(domain.variants.added_specs(variant))
         # FastMCP reports the version the server was built with: ours.
-        self.server_info = {"name": server_name(domain.name, side), "version": package_version()}
+        self.server_info = {"name": server_name(domain, side), "version": package_version()}
         self._listing: dict[str, Any] | None = None
 
     @classmethod

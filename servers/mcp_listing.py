@@ -16,9 +16,31 @@ from tau_mcp.servers.engine.tool_listing import Side
 from tau_mcp.servers.engine.toolkit import ToolSpec
 from tau_mcp.servers.surfaces import Surface
 
+TAU2 = "tau2"
+#: How a benchmark (`DomainSpec.benchmark`) is named to people.
+BENCHMARK_TITLES = {TAU2: "tau2", "tau-bench": "τ-bench"}
 
-def server_name(domain: str, side: Side) -> str:
-    return f"tau2-{domain}-{side}"
+
+def benchmark_title(domain: Domain) -> str:
+    return BENCHMARK_TITLES.get(domain.spec.benchmark, domain.spec.benchmark)
+
+
+def named(domain: Domain, what: str) -> str:
+    """A name for something of `domain` (an MCP server): `tau2-<domain>-<what>` for tau2's
+    domains, `<domain>-<what>` for another benchmark's, whose names say it (tau-bench-retail)."""
+    if domain.spec.benchmark == TAU2:
+        return f"{TAU2}-{domain.name}-{what}"
+    return f"{domain.name}-{what}"
+
+
+def server_name(domain: Domain, side: Side) -> str:
+    return named(domain, side)
+
+
+def resource_uri(domain: Domain, text: str) -> str:
+    """The URI of a domain's text resource (`policy`, `user-guidelines`): its benchmark's
+    scheme, `tau2://airline/policy`, `tau-bench://tau-bench-retail/policy`."""
+    return f"{domain.spec.benchmark}://{domain.name}/{text}"
 
 
 def tool_title(name: str) -> str:

@@ -29,7 +29,14 @@ from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.toolkit import ToolSpec
-from tau_mcp.servers.mcp_listing import annotation_hints, server_name, tool_title
+from tau_mcp.servers.mcp_listing import (
+    TAU2,
+    annotation_hints,
+    benchmark_title,
+    resource_uri,
+    server_name,
+    tool_title,
+)
 from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version
 
@@ -133,15 +140,24 @@ class UnknownToolsToEngine(Middleware):
 
 
 def _instructions(domain: Domain, side: Side) -> str:
+    benchmark = benchmark_title(domain)
     if side == "agent":
         return (
-            f"Customer-service agent tools of the tau2 '{domain.name}' domain. Follow the policy "
-            f"in the resource tau2://{domain.name}/policy."
+            f"Customer-service agent tools of the {benchmark} '{domain.name}' domain. Follow "
+            f"the policy in the resource {resource_uri(domain, 'policy')}."
         )
+    if not _has_guidelines(domain):
+        return f"The simulated customer's side of the {benchmark} '{domain.name}' domain."
     return (
-        f"Tools of the simulated customer in the tau2 '{domain.name}' domain. Guidelines for "
-        f"playing the customer are in the resource tau2://{domain.name}/user-guidelines."
+        f"Tools of the simulated customer in the {benchmark} '{domain.name}' domain. Guidelines "
+        f"for playing the customer are in the resource {resource_uri(domain, 'user-guidelines')}."
     )
+
+
+def _has_guidelines(domain: Domain) -> bool:
+    """tau2's user-simulator guidelines are for tau2's domains (the original τ-bench's user
+    simulator has its own prompt and no tools)."""
+    return domain.spec.benchmark == TAU2
 
 
 def build_mcp_server(
@@ -166,7 +182,7 @@ def build_mcp_server(
         shape = reference_result
 
     server = FastMCP(
-        name or server_name(domain.name, side),
+        name or server_name(domain, side),
         instructions=_instructions(domain, side),
         version=package_version(),
         dereference_schemas=False,
@@ -207,7 +223,8 @@ def _add_texts(
     try:
         if side == "agent" and variant is not None:
             resolved = domain.resolve_variant(variant)
-            uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy ({variant})"
+            uri = resource_uri(domain, "policy")
+            title = f"{domain.name} agent policy ({variant})"
             if resolved.policy_per_task and resolve is not None:
                 server.add_resource(
                     FunctionResource.from_function(
@@ -222,11 +239,13 @@ def _add_texts(
             text = resolved.policy(None)
         elif side == "agent":
             text = domain.policy()
-            uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
+            uri, title = resource_uri(domain, "policy"), f"{domain.name} agent policy"
+        elif not _has_guidelines(domain):
+            return
         else:
             with_tools = domain.spec.user_tools is not None
             text = datafiles.user_guidelines(domain.data_dir, with_tools)
-            uri, title = f"tau2://{domain.name}/user-guidelines", "user simulator guidelines"
+            uri, title = resource_uri(domain, "user-guidelines"), "user simulator guidelines"
     except EngineError as exc:
         log.warning("no text resource for %s/%s: %s", domain.name, side, exc)
         return

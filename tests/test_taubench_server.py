@@ -92,3 +92,22 @@ async def test_agent_endpoint_lists_the_original_tools_and_serves_the_policy() -
             if folder == "retail":
                 dev = (await http.get(f"/{domain}/tasks?split=dev")).json()["tasks"]
                 assert [t["id"] for t in dev] == [f"dev_{i}" for i in range(20)]
+
+
+async def test_the_endpoints_name_tau_bench_not_tau2() -> None:
+    """The agent endpoint's instructions and policy resource name the original τ-bench; the
+    user side offers tau2's user-simulator guidelines to no one (the original has its own)."""
+    async with tb.serving() as srv, srv.http() as http:
+        created = (
+            await http.post("/tau-bench-airline/episodes", json={"task_id": "test_0"})
+        ).json()
+        async with srv.mcp(created["agent_mcp"], "legacy") as agent:
+            started = agent.initialize_result
+            resources = await agent.list_resources()
+        assert started.server_info.name == "tau-bench-airline-agent"
+        assert "tau2" not in started.instructions and "τ-bench" in started.instructions
+        assert [str(r.uri) for r in resources] == ["tau-bench://tau-bench-airline/policy"]
+        async with srv.mcp(created["user_mcp"], "legacy") as user:
+            started = user.initialize_result
+            assert await user.list_resources() == []
+        assert "tau2" not in started.instructions

@@ -31,7 +31,7 @@ from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.tool_listing import ToolListing
 from tau_mcp.servers.engine.variants import Variant
 from tau_mcp.servers.limits import MAX_MESSAGE_CHARS, FieldError, text_field
-from tau_mcp.servers.mcp_listing import tool_title
+from tau_mcp.servers.mcp_listing import named, resource_uri, tool_title
 from tau_mcp.servers.mcp_tools import tool_annotations
 
 SEND_MESSAGE = "send_message_to_user"
@@ -151,7 +151,7 @@ def build_simulation_mcp(
     if per_task:
         middleware.append(TaskPolicy(resolve_policy))
     server = FastMCP(
-        f"tau2-{domain.name}-simulation",
+        named(domain, "simulation"),
         instructions=policy,
         dereference_schemas=False,
         mask_error_details=False,
@@ -183,7 +183,7 @@ def build_simulation_mcp(
             resolve=resolve,
         )
     )
-    uri, title = f"tau2://{domain.name}/policy", f"{domain.name} agent policy"
+    uri, title = resource_uri(domain, "policy"), f"{domain.name} agent policy"
     if per_task:
         server.add_resource(
             FunctionResource.from_function(
