@@ -122,3 +122,31 @@ def taubench_texts_of(domain: Domain) -> TauBenchTexts:
     from tau_mcp.servers.domains.tau_bench.spec import LOCATION
 
     return taubench_texts(LOCATION.root(Path(".")))
+
+
+def benchmark_named(domain: str) -> Benchmark:
+    """The benchmark of a domain given by name (a registered domain, or one of the τ-bench
+    domains, which domain packs will register)."""
+    from tau_mcp.servers.domains.registry import domain_spec
+    from tau_mcp.servers.domains.tau_bench_airline import SPEC as AIRLINE
+    from tau_mcp.servers.domains.tau_bench_retail import SPEC as RETAIL
+    from tau_mcp.servers.engine.errors import EngineError
+
+    specs = {spec.name: spec for spec in (RETAIL, AIRLINE)}
+    if domain in specs:
+        return benchmark_of(specs[domain])
+    try:
+        return benchmark_of(domain_spec(domain))
+    except EngineError:
+        return BENCHMARKS[TAU2]
+
+
+def leaderboard_refusal(domain: str | None, benchmark: str | None = None) -> str | None:
+    """Why tau2's leaderboard cannot take results of this domain (or benchmark), or None."""
+    found = BENCHMARKS.get(benchmark or "") or (benchmark_named(domain) if domain else None)
+    if found is None or found.leaderboard:
+        return None
+    return (
+        f"the tau2 leaderboard has no {found.title} track, so it takes no results of "
+        f"'{domain or found.name}'"
+    )

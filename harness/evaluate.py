@@ -78,7 +78,17 @@ async def regrade(
         return {**sim, "reward_info": with_original_reward(domain, task, reward_info)}
 
     graded = await gather_or_cancel(*(one(s) for s in sims))
-    return {**document, "simulations": list(graded)}
+    return {**_with_domain(document, domain.name), "simulations": list(graded)}
+
+
+def _with_domain(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """A header that leaves its domain unsaid (a converted τ-bench results file) names the
+    domain it was graded on."""
+    info = document.get("info")
+    environment = info.get("environment_info") if isinstance(info, dict) else None
+    if not isinstance(environment, dict) or environment.get("domain_name") is not None:
+        return document
+    return {**document, "info": {**info, "environment_info": {**environment, "domain_name": name}}}
 
 
 def check_domain(document: dict[str, Any], domain: str, source: Any) -> None:

@@ -267,7 +267,7 @@ def verify_trajs(
     base split, every trial of every task, 4+ trials, no infrastructure errors (the
     reference's `submit verify-trajs`)."""
     from tau_mcp.harness.cli.tau2 import expand_paths
-    from tau_mcp.harness.leaderboard.rules import Run, verify_run
+    from tau_mcp.harness.leaderboard.rules import Run, refuse_other_benchmarks, verify_run
 
     files, nothing = expand_paths(paths)
     bad = list(nothing)
@@ -276,6 +276,7 @@ def verify_trajs(
     for path in files:
         try:
             run = Run(path, load_results(path))
+            refuse_other_benchmarks([run])
             if run.domain is None:
                 raise ResultsError(f"{path} does not record its domain")
             problems = verify_run(run, data_dir)

@@ -97,6 +97,11 @@ def rank(entries: list[Entry], metric: str, domain: str | None = None) -> list[R
     if metric not in METRICS:
         raise BoardError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
     if domain is not None and domain not in DOMAINS:
+        from tau_mcp.harness.benchmarks import leaderboard_refusal
+
+        refusal = leaderboard_refusal(domain)
+        if refusal:
+            raise BoardError(refusal)
         raise BoardError(f"unknown domain {domain!r} (one of {', '.join(DOMAINS)})")
     scored = []
     for entry in entries:

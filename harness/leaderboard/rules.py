@@ -72,6 +72,16 @@ class Run:
         return self.info.get("retrieval_config")
 
 
+def refuse_other_benchmarks(runs: list[Run]) -> None:
+    """One sentence (ValueError) for a run of a benchmark the board does not have (τ-bench)."""
+    from tau_mcp.harness.benchmarks import leaderboard_refusal
+
+    for run in runs:
+        refusal = leaderboard_refusal(run.domain, run.info.get("benchmark"))
+        if refusal:
+            raise ValueError(f"{run.path}: {refusal}")
+
+
 def run_problems(
     runs: list[Run],
     board_domains: list[str],

@@ -21,7 +21,7 @@ from typing import Any
 
 from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 from tau_mcp.harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_scores
-from tau_mcp.harness.leaderboard.rules import Problem, Run, run_problems
+from tau_mcp.harness.leaderboard.rules import Problem, Run, refuse_other_benchmarks, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import journal_path, load_results
 from tau_mcp.harness.results_layouts import convert_document, detect, json_text
@@ -291,6 +291,7 @@ def prepare(
     force: bool = False,
 ) -> Prepared:
     """Check the runs, compute the figures, write the folder under `output`."""
+    refuse_other_benchmarks(runs)
     schema = load_schema(data_dir)
     domains = board_domains(schema)
     problems = run_problems(
