@@ -69,8 +69,8 @@ class DataLocation:
     """Where a domain's data folder is: `layout` (a relative path; `{folder}` is the domain's
     folder name) under a root folder. With no `env_var`, the root is the data folder the
     domains are loaded with (tau2's: `--data-dir`, $TAU2_DATA_DIR, ...); with one, the folder
-    that environment variable names, else `default_root` (say, a folder shipped with the code
-    that defines the domain)."""
+    that environment variable names, else `default_root` when it exists (say, a folder shipped
+    with the code that defines the domain, or one a fetch command fills)."""
 
     layout: str = "tau2/domains/{folder}"
     env_var: str | None = None
@@ -85,7 +85,7 @@ class DataLocation:
             if not path.is_dir():
                 raise DataError(f"data folder {path} does not exist (set {self.env_var})")
             return path
-        if self.default_root is not None:
+        if self.default_root is not None and self.default_root.is_dir():
             return self.default_root
         raise DataError(
             f"no data folder: set {self.env_var} to the folder holding "

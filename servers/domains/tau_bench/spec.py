@@ -7,16 +7,36 @@ the tasks), read at run time; nothing of it is copied into tau-mcp.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 from pydantic import BaseModel
 
 from tau_mcp.servers.domains.tau_bench.data_hash import DATA_HASH
 from tau_mcp.servers.domains.tau_bench.tasks import catalog_loader
 from tau_mcp.servers.domains.tau_bench.toolkit import OriginalTools
-from tau_mcp.servers.engine.data import DataLocation
+from tau_mcp.servers.engine.data import DataLocation, bundled
 from tau_mcp.servers.engine.domain import DomainSpec
 
 ENV_VAR = "TAUBENCH_DATA_DIR"
-LOCATION = DataLocation(layout="taubench/domains/{folder}", env_var=ENV_VAR)
+PINS_FILE = "taubench_pins.json"
+
+
+def taubench_cache_dir() -> Path:
+    """Where `tau-harness data fetch --taubench` puts the pinned release (one folder per pinned
+    commit); the τ-bench domains read it when $TAUBENCH_DATA_DIR is unset."""
+    try:
+        commit = json.loads(bundled(PINS_FILE).read_text())["commit"]
+    except (OSError, ValueError, KeyError):
+        commit = "unpinned"
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "tau-mcp" / f"taubench-data-{commit[:12]}"
+
+
+LOCATION = DataLocation(
+    layout="taubench/domains/{folder}", env_var=ENV_VAR, default_root=taubench_cache_dir()
+)
 # The original ends an episode right after one of these tools runs.
 TERMINATE_TOOLS = ("transfer_to_human_agents",)
 BENCHMARK = "tau-bench"
