@@ -4,7 +4,8 @@ A task `{user_id, actions: [{name, kwargs}], instruction, outputs}` at position 
 (`tasks_<s>.json`) becomes task `<s>_<i>` (the original numbers tasks within a split):
 its instruction is the user scenario's instructions, its gold actions are the evaluation
 criteria's actions, its outputs are what the agent must communicate, and its reward is the
-product of the data hash check and the outputs check (basis DB and COMMUNICATE). The task as the
+product of the data hash check and the outputs check (basis DB, and COMMUNICATE when the task
+has outputs). The task as the
 original's `Task` model shows it (no `annotator`, which that model drops) is kept in the field
 `original` (see `original_task`), for results in the original's layout.
 """
@@ -22,7 +23,7 @@ from tau_mcp.servers.engine.domain import TaskCatalog
 from tau_mcp.servers.engine.errors import DataError
 from tau_mcp.servers.engine.tasks import Action, EvaluationCriteria, Task
 
-REWARD_BASIS = ["DB", "COMMUNICATE"]
+REWARD_BASIS = ["DB", "COMMUNICATE"]  # COMMUNICATE for a task with outputs only
 
 
 class OriginalAction(BaseModel):
@@ -57,7 +58,7 @@ def to_task(split: str, index: int, original: OriginalTask) -> Task:
         evaluation_criteria=EvaluationCriteria(
             actions=actions,  # a task with none still compares the data hash
             communicate_info=list(original.outputs),
-            reward_basis=list(REWARD_BASIS),
+            reward_basis=list(REWARD_BASIS if original.outputs else REWARD_BASIS[:1]),
         ),
         original=original.model_dump(),
     )
