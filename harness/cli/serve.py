@@ -71,9 +71,19 @@ def serve(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seeds trials as `run` does."),
+    seed: int = typer.Option(
+        None,
+        "--seed",
+        help=f"Seeds trials as `run` does (default {DEFAULT_SEED}; τ-bench domains: 10).",
+    ),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1),
-    max_errors: int = typer.Option(DEFAULT_MAX_ERRORS, "--max-errors", min=1),
+    max_errors: int = typer.Option(
+        None,
+        "--max-errors",
+        min=1,
+        help=f"Failed tool calls that end a conversation (default {DEFAULT_MAX_ERRORS}; "
+        "τ-bench domains: no limit).",
+    ),
     judge_llm: str = typer.Option(
         None, "--judge-llm", help="Model judging NL assertions (default as in run; 'none' skips)."
     ),
