@@ -148,8 +148,9 @@ def test_one_parameterised_task_and_an_alias_per_registry_domain() -> None:
 def test_options_are_run_options_checked_in_one_sentence() -> None:
     from tau_mcp.harness.integrations.inspect_tasks import tau2
 
-    with pytest.raises(ValueError, match="unknown run option 'user_model'"):
-        tau2(domain="mock", user_model="x", data_dir=str(DATA_DIR))
+    # (user_model is the original τ-bench's name for user_llm, so a misspelling here)
+    with pytest.raises(ValueError, match="unknown run option 'user_modle'"):
+        tau2(domain="mock", user_modle="x", data_dir=str(DATA_DIR))
     with pytest.raises(ValueError, match="does not take num_trials: Inspect runs epochs"):
         tau2(domain="mock", num_trials=2, data_dir=str(DATA_DIR))
     with pytest.raises(ValueError, match="max_steps: input should be greater than or equal"):
