@@ -26,9 +26,10 @@ from tau_mcp.servers import mcp_sessions
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, send_json_error
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, EpisodeStore, Side
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore
 from tau_mcp.servers.engine.errors import EngineError, UnknownEpisode
 from tau_mcp.servers.engine.ids import check_episode_id
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from tau_mcp.servers.ep import EvalProtocolBridge
 from tau_mcp.servers.fast_calls import FastToolCalls
@@ -36,6 +37,7 @@ from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
 from tau_mcp.servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
 from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
 from tau_mcp.servers.mcp_apps import McpApps
+from tau_mcp.servers.mcp_protocol import MODERN_VERSION
 from tau_mcp.servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
@@ -60,7 +62,7 @@ async def _shown_on_side_endpoints(
         seen = {
             (path, mode): await listed_tools(app, path, mode)
             for path in paths
-            for mode in ("2026-07-28", "legacy")
+            for mode in (MODERN_VERSION, "legacy")
         }
     first = next(iter(seen.values()))
     for (path, mode), tools in seen.items():

@@ -19,6 +19,7 @@ from tau_mcp.servers.engine.data import ENV_VAR as DATA_ENV
 from tau_mcp.servers.engine.data import resolve_data_dir
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
@@ -227,7 +228,7 @@ def serve(
         sock.close()
         _fail(str(exc))
         return
-    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
+    if host not in LOOPBACK_HOSTS and not settings.token:
         log.warning(
             "binding %s without a token: anyone who can reach this port can use the server", host
         )

@@ -23,18 +23,17 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
+from tau_mcp.servers.engine.episode import Episode, ToolOutcome
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.limits import json_utf8
 from tau_mcp.servers.mcp_listing import server_name, tools_list_result
+from tau_mcp.servers.mcp_protocol import MODERN_VERSION, SERVER_INFO_META, VERSION_META
 from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version
 
 log = logging.getLogger("tau.server")
 
-MODERN_VERSION = "2026-07-28"
-VERSION_META = "io.modelcontextprotocol/protocolVersion"
-SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.tool_listing import Side
-from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.engine.toolkit import Side, ToolSpec
+from tau_mcp.servers.mcp_protocol import SERVER_INFO_META
 from tau_mcp.servers.surfaces import Surface
 
 
@@ -63,5 +63,5 @@ def tools_list_result(
         "resultType": "complete",
         "tools": tools,
         "ttlMs": 0,
-        "_meta": {"io.modelcontextprotocol/serverInfo": server_info},
+        "_meta": {SERVER_INFO_META: server_info},
     }

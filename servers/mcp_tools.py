@@ -26,9 +26,9 @@ from pydantic.json_schema import SkipJsonSchema
 from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers.engine import data as datafiles
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
+from tau_mcp.servers.engine.episode import Episode, ToolOutcome
 from tau_mcp.servers.engine.errors import EngineError
-from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.engine.toolkit import Side, ToolSpec
 from tau_mcp.servers.mcp_listing import annotation_hints, server_name, tool_title
 from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version

@@ -15,7 +15,8 @@ from fastmcp import FastMCP
 
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import EpisodeStore, Side
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.mcp_tools import build_mcp_server
 from tau_mcp.servers.stdio_drain import serve_until_answered
 from tau_mcp.servers.stdio_guard import guard_stdio_server
