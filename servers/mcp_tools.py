@@ -24,6 +24,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tau_mcp.conversation.tools import COST_META
+from tau_mcp.servers import compat
 from tau_mcp.servers.engine import data as datafiles
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode, ToolOutcome
@@ -190,7 +191,7 @@ def build_mcp_server(
     _add_texts(server, domain, side, variant, resolve)
     # The modern transport checks `Mcp-Param-*` headers against the called tool's schema; give
     # it the schemas directly instead of letting it run a full tools/list on every call.
-    server._mcp_server.get_tool_input_schema = listing.schemas().get
+    compat.serve_input_schemas(server, listing.schemas())
     return server
 
 

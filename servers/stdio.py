@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 
+from tau_mcp.servers import compat
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import EpisodeStore
@@ -80,21 +81,14 @@ def run_stdio(
 
 
 async def _serve_stdio(server: FastMCP) -> None:
-    """fastmcp's stdio runner (lifespan, transport context), with a relay that answers the
-    requests in flight when stdin closes (servers/stdio_drain.py), reading stdin through the
-    guard that answers unreadable lines with a JSON-RPC error (servers/stdio_guard.py). It
-    reaches into fastmcp's `_lifespan_manager` and `_mcp_server`, which its own runner uses;
-    fastmcp is pinned."""
-    from fastmcp.server.context import reset_transport, set_transport
+    """fastmcp's stdio runner (lifespan, transport context: `compat.stdio_session`), with a
+    relay that answers the requests in flight when stdin closes (servers/stdio_drain.py),
+    reading stdin through the guard that answers unreadable lines with a JSON-RPC error
+    (servers/stdio_guard.py)."""
     from mcp.server.stdio import stdio_server
 
-    token = set_transport("stdio")
-    try:
-        async with server._lifespan_manager():
-            async with guard_stdio_server(stdio_server)() as (read_stream, write_stream):
-                low_level = server._mcp_server
-                await serve_until_answered(
-                    low_level, read_stream, write_stream, low_level.create_initialization_options()
-                )
-    finally:
-        reset_transport(token)
+    async with compat.stdio_session(server) as low_level:
+        async with guard_stdio_server(stdio_server)() as (read_stream, write_stream):
+            await serve_until_answered(
+                low_level, read_stream, write_stream, low_level.create_initialization_options()
+            )

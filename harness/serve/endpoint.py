@@ -27,6 +27,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from tau_mcp.conversation.messages import ChatMessage, ToolCall
 from tau_mcp.harness.serve.channel import Answer, MoveChannel
+from tau_mcp.servers import compat
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.tool_listing import ToolListing
 from tau_mcp.servers.engine.variants import Variant
@@ -197,5 +198,5 @@ def build_simulation_mcp(
             )
         )
     schemas = {**listing.schemas(), SEND_MESSAGE: SEND_MESSAGE_SCHEMA}
-    server._mcp_server.get_tool_input_schema = schemas.get
+    compat.serve_input_schemas(server, schemas)
     return server
