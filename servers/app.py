@@ -131,9 +131,9 @@ class ServerSettings:
 
 def episode_from_scope() -> Episode:
     """The episode the gateway put in the current HTTP request's scope."""
-    from fastmcp.server.dependencies import get_http_request
+    from tau_mcp.servers.mcp_assembly import request_scope
 
-    episode = get_http_request().scope.get("tau.episode")
+    episode = request_scope().get("tau.episode")
     if episode is None:
         raise UnknownEpisode("this MCP endpoint's episode no longer exists")
     return episode

@@ -44,23 +44,24 @@ from tau_mcp.servers.limits import id_field, json_utf8, trial_field
 from tau_mcp.servers.surfaces import ShownTool, View, register_surface, variant_name
 
 
-def channel_from_scope() -> MoveChannel:
-    from fastmcp.server.dependencies import get_http_request
+def simulation_from_scope() -> Simulation:
+    """The simulation the gateway put in the current MCP request's scope."""
+    from tau_mcp.servers.mcp_assembly import request_scope
 
-    simulation = get_http_request().scope.get("tau.simulation")
+    simulation = request_scope().get("tau.simulation")
     if simulation is None:  # pragma: no cover - the gateway always sets it
         raise LookupError("no simulation for this MCP request")
-    return simulation.channel
+    return simulation
+
+
+def channel_from_scope() -> MoveChannel:
+    return simulation_from_scope().channel
 
 
 def policy_from_scope() -> str:
     """The agent's policy in the simulation of the current request (its task's, for a
     retrieval config whose policy depends on the task)."""
-    from fastmcp.server.dependencies import get_http_request
-
-    simulation = get_http_request().scope.get("tau.simulation")
-    if simulation is None:  # pragma: no cover - the gateway always sets it
-        raise LookupError("no simulation for this MCP request")
+    simulation = simulation_from_scope()
     return simulation.runner.policy_for(simulation.task)
 
 
