@@ -256,7 +256,14 @@ def stdio(
     _check_side(side)
     try:
         kwargs = parse_kwargs(retrieval_config_kwargs)
-        run_stdio(domain, side, task_id, data_dir, retrieval_config, kwargs)  # type: ignore[arg-type]
+        run_stdio(
+            domain,
+            side,  # type: ignore[arg-type]
+            task_id=task_id,
+            data_dir=data_dir,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=kwargs,
+        )
     except EngineError as exc:
         _fail(str(exc))
 

@@ -63,21 +63,13 @@ def build_stdio_server(
     return build_mcp_server(domain, side, lambda: episode, STDIO, variant=variant_name(variant))
 
 
-def run_stdio(
-    domain_name: str,
-    side: Side = "agent",
-    task_id: str | None = None,
-    data_dir: str | Path | None = None,
-    retrieval_config: str | None = None,
-    retrieval_kwargs: dict[str, Any] | None = None,
-) -> None:
+def run_stdio(domain_name: str, side: Side = "agent", **options: Any) -> None:
+    """Serve the server `build_stdio_server(domain_name, side, **options)` builds on stdin and
+    stdout, logging to stderr."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    server = build_stdio_server(
-        domain_name, side, task_id, data_dir, retrieval_config, retrieval_kwargs
-    )
-    anyio.run(_serve_stdio, server)
+    anyio.run(_serve_stdio, build_stdio_server(domain_name, side, **options))
 
 
 async def _serve_stdio(server: FastMCP) -> None:
