@@ -34,7 +34,13 @@ from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from tau_mcp.servers.ep import EvalProtocolBridge
 from tau_mcp.servers.fast_calls import FastToolCalls
 from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
-from tau_mcp.servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
+from tau_mcp.servers.http_stack import (
+    AsgiEndpoint,
+    BadRequest,
+    HttpGuards,
+    guarded_app,
+    json_object_body,
+)
 from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
 from tau_mcp.servers.mcp_apps import McpApps
 from tau_mcp.servers.mcp_protocol import MODERN_VERSION
@@ -408,7 +414,7 @@ class TauServer:
         routes = [
             # The hot path first: the router tries routes in order. No other route has five
             # segments ending in `mcp`, so its place changes no match.
-            Route("/{domain}/episodes/{episode_id}/{side}/mcp", _Asgi(self.episode_gateway)),
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp", AsgiEndpoint(self.episode_gateway)),
             Route("/health", self.health, methods=["GET"]),
             Route("/{domain}/tasks", self.tasks, methods=["GET"]),
             Route("/{domain}/episodes", self.create_episode, methods=["POST"]),
@@ -425,12 +431,12 @@ class TauServer:
         ]
         # MCP endpoints answer with and without a trailing slash (clients differ; EP adds one).
         routes.append(
-            Route("/{domain}/episodes/{episode_id}/{side}/mcp/", _Asgi(self.episode_gateway))
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp/", AsgiEndpoint(self.episode_gateway))
         )
         for suffix in ("", "/"):
             routes += [
-                Route("/{domain}/{side}/mcp" + suffix, _Asgi(self.default_gateway)),
-                Route("/{domain}/mcp" + suffix, _Asgi(ep.gateway)),
+                Route("/{domain}/{side}/mcp" + suffix, AsgiEndpoint(self.default_gateway)),
+                Route("/{domain}/mcp" + suffix, AsgiEndpoint(ep.gateway)),
             ]
         return routes
 
@@ -438,16 +444,6 @@ class TauServer:
         app = guarded_app(self.routes(), self.settings.guards(), lifespan=self.lifespan)
         app.state.tau = self
         return app
-
-
-class _Asgi:
-    """Marks a bound coroutine as a raw ASGI endpoint (Starlette treats methods as handlers)."""
-
-    def __init__(self, handler) -> None:
-        self.handler = handler
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(scope, receive, send)
 
 
 def create_app(

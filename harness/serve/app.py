@@ -39,7 +39,13 @@ from tau_mcp.harness.serve.simulation import (
 from tau_mcp.servers.auth import send_json_error
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
-from tau_mcp.servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
+from tau_mcp.servers.http_stack import (
+    AsgiEndpoint,
+    HttpGuards,
+    guarded_app,
+    json_error,
+    json_object_body,
+)
 from tau_mcp.servers.limits import id_field, json_utf8, trial_field
 from tau_mcp.servers.surfaces import ShownTool, View, register_surface, variant_name
 
@@ -63,16 +69,6 @@ def policy_from_scope() -> str:
     retrieval config whose policy depends on the task)."""
     simulation = simulation_from_scope()
     return simulation.runner.policy_for(simulation.task)
-
-
-class _Asgi:
-    """Marks a bound coroutine as a raw ASGI endpoint."""
-
-    def __init__(self, handler) -> None:
-        self.handler = handler
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(scope, receive, send)
 
 
 class ServeApp:
@@ -169,8 +165,8 @@ class ServeApp:
             Route("/simulations", self.listing, methods=["GET"]),
             Route("/simulations/{simulation_id}", self.view, methods=["GET"]),
             Route("/simulations/{simulation_id}/end", self.end, methods=["POST"]),
-            Route("/simulations/{simulation_id}/mcp", _Asgi(self.gateway)),
-            Route("/simulations/{simulation_id}/mcp/", _Asgi(self.gateway)),
+            Route("/simulations/{simulation_id}/mcp", AsgiEndpoint(self.gateway)),
+            Route("/simulations/{simulation_id}/mcp/", AsgiEndpoint(self.gateway)),
         ]
         app = guarded_app(routes, guards, lifespan=self.lifespan)
         app.state.hub = self.hub
