@@ -20,6 +20,7 @@ from tau_mcp.servers.engine.data import ENV_VAR as DATA_ENV
 from tau_mcp.servers.engine.data import resolve_data_dir
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
@@ -233,7 +234,7 @@ def serve(
         sock.close()
         _fail(str(exc))
         return
-    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
+    if host not in LOOPBACK_HOSTS and not settings.token:
         log.warning(
             "binding %s without a token: anyone who can reach this port can use the server", host
         )
@@ -279,7 +280,14 @@ def stdio(
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         kwargs = parse_kwargs(retrieval_config_kwargs)
-        run_stdio(domain, side, task_id, data_dir, retrieval_config, kwargs)  # type: ignore[arg-type]
+        run_stdio(
+            domain,
+            side,  # type: ignore[arg-type]
+            task_id=task_id,
+            data_dir=data_dir,
+            retrieval_config=retrieval_config,
+            retrieval_kwargs=kwargs,
+        )
     except EngineError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

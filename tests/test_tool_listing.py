@@ -3,8 +3,9 @@ domain, view and retrieval config it can run here, shows exactly the reference's
 (`tau2/reference_texts/tools/<domain>.json`: names, descriptions, input schemas, order; per
 retrieval config for banking_knowledge) when the data has them, else our own.
 
-The surfaces are not listed here: every module of the project is imported, each surface
-registers itself where it is built, and the test enumerates the registry. A surface that does
+The surfaces are not listed here: every module of the project is imported (and the tests' own
+engine-backed tool sessions, `tests/support/engine_backend.py`), each surface registers itself
+where it is built, and the test enumerates the registry. A surface that does
 not register cannot obtain a listing (only `servers/surfaces.py` reads the engine's listing
 function, checked below).
 """
@@ -45,6 +46,7 @@ from tau_mcp.servers.surfaces import (
     listing_as_shown,
     surfaces,
 )
+from tests.support.engine_backend import ENGINE_SESSION
 from tests.support.server import DATA_DIR, InProcess, serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +55,7 @@ FOLDERS = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
 LISTING_FUNCTIONS = ("tool_listing", "listing_for")
-ENGINE_SESSION_NAME = "engine backend tool session (tests)"
+ENGINE_SESSION_NAME = ENGINE_SESSION.name  # the tests' own surface (tests/support), imported above
 
 
 def _import_everything() -> dict[str, str]:
