@@ -17,8 +17,8 @@ from tau_mcp.harness.config import RunConfig, trial_seeds
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.results import ResultsFile, check_tasks, load_results
-from tau_mcp.harness.results_lock import results_lock
-from tau_mcp.harness.resume_check import check_no_orphan_journal, check_resumable
+from tau_mcp.harness.results.lock import results_lock
+from tau_mcp.harness.results.resume import check_no_orphan_journal, check_resumable
 from tau_mcp.harness.simulate import SimulationRunner, TaskSelection
 from tau_mcp.harness.task_group import gather_or_cancel
 from tau_mcp.servers.engine.tasks import Task

@@ -26,7 +26,7 @@ import pytest
 from tau_mcp.harness.backends.http import in_process_backend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.results import journal_path, load_results
-from tau_mcp.harness.results_lock import lock_path
+from tau_mcp.harness.results.lock import lock_path
 from tau_mcp.harness.serve.app import create_serve_app
 from tau_mcp.harness.serve.simulation import Conflict, SimulationHub, Unavailable, make_hub
 from tests.support.data import DEMO_DIR, ROOT

@@ -1,6 +1,6 @@
 """The three layouts of a results file on disk, read and written without losing a byte.
 
-- `tau-mcp`: ours (`tau_mcp.harness.results.ResultsFile`): one JSON file, the header indented by one
+- `tau-mcp`: ours (`tau_mcp.harness.results.file.ResultsFile`): one JSON file, the header indented by one
   space and each simulation serialized on its own, non-ASCII text escaped.
 - `json`: the reference's single file, as `tau2 run` writes it: two-space indent, non-ASCII
   escaped, top-level keys in the reference's order (timestamp, info, tasks, simulations,
@@ -27,8 +27,8 @@ from typing import Any, Literal
 import orjson
 
 from tau_mcp.harness.redaction import redact_document
-from tau_mcp.harness.results import ResultsFile
-from tau_mcp.harness.results_dir import (
+from tau_mcp.harness.results.file import ResultsFile
+from tau_mcp.harness.results.folder import (
     INDEX_KEY,
     META_FILE,
     SIMULATIONS_DIR,

@@ -1,6 +1,6 @@
 """The reference's folder layout of a results file (`results.json` beside `simulations/`), read
-as one document. Both the results reader (`tau_mcp.harness.results.load_results`) and the layout
-converter (`tau_mcp.harness.results_layouts`) use it; see the latter for the three layouts.
+as one document. Both the results reader (`tau_mcp.harness.results.file.load_results`) and the layout
+converter (`tau_mcp.harness.results.layouts`) use it; see the latter for the three layouts.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from typing import Any
 from tau_mcp.conversation.messages import now
 from tau_mcp.harness import redaction
 from tau_mcp.harness.metrics import INFRA
-from tau_mcp.harness.results_dir import LayoutError, dir_paths, read_dir
-from tau_mcp.harness.results_shape import shape_problem
+from tau_mcp.harness.results.folder import LayoutError, dir_paths, read_dir
+from tau_mcp.harness.results.record import shape_problem
 
 
 class ResultsError(ValueError):
@@ -210,6 +210,28 @@ def results_text(document: dict[str, Any]) -> str:
     """A whole results document as written by a command that writes one at once (`evaluate`),
     keys redacted as ResultsFile redacts them."""
     return json.dumps(redaction.redact_document(document), indent=1, default=str)
+
+
+def refuse_unfinished_run(save_to: Path) -> None:
+    """A results file with a journal beside it belongs to a run that has not finished; writing
+    over it would mix the re-graded simulations with that run's journal when it is read."""
+    if journal_path(save_to).exists():
+        raise ResultsError(
+            f"{save_to} belongs to an unfinished run ({journal_path(save_to).name} is beside "
+            "it); finish it with `tau-harness run ... --save-to` that file, or choose another "
+            "--save-to"
+        )
+
+
+def write_regraded(save_to: Path, document: dict[str, Any]) -> None:
+    """`evaluate`'s output: the whole re-graded document at once, never half a file."""
+    try:
+        atomic_write(save_to, results_text(document))
+    except OSError as exc:
+        raise ResultsError(
+            f"cannot write the re-graded results to {save_to} ({exc.strerror or exc}); "
+            "nothing was written there, choose a writable --save-to"
+        ) from None
 
 
 class ResultsFile:
