@@ -209,9 +209,7 @@ def user_review_request(
 
 def auth_request(texts: ReviewTexts, messages: list[Any]) -> list[dict[str, str]]:
     rules = texts.section("auth_classifier")
-    user = fill(
-        rules["user_prompt_template"], {"conversation": render_trajectory(texts, messages)}
-    )
+    user = fill(rules["user_prompt_template"], {"conversation": render_trajectory(texts, messages)})
     return [
         {"role": "system", "content": rules["system_prompt"]},
         {"role": "user", "content": user},
