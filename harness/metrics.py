@@ -7,7 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-INFRA = "infrastructure_error"
+from tau_mcp.harness.results.record import INFRA
+
+__all__ = ["INFRA", "Summary", "is_success", "pass_hat_k", "summarize"]
 
 
 def is_success(reward: float | None) -> bool:

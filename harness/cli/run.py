@@ -46,11 +46,11 @@ from tau_mcp.harness.cli.tau2_options import (
 from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
 from tau_mcp.harness.distributed.limits import parse_provider_limits
 from tau_mcp.harness.errors import ConfigError, ServerGone
-from tau_mcp.harness.metrics import INFRA, is_success
+from tau_mcp.harness.metrics import is_success
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.preflight import check_models, first_request_check, models_called
 from tau_mcp.harness.prompt_sets import help_defaults
-from tau_mcp.harness.results import ResultsError
+from tau_mcp.harness.results import ResultsError, SimulationRecord
 from tau_mcp.harness.review import ReviewSettings, check_mode
 from tau_mcp.harness.run_outcome import (
     INTERRUPTED_EXIT,
@@ -514,11 +514,11 @@ async def _drive(runner: Runner, domain: Domain, config: RunConfig) -> list[dict
         # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
         bar = progress.add_task(f"{domain.name}", total=None, rate="-", visible=False)
 
-        def on_done(sim: dict[str, Any]) -> None:
+        def on_done(record: SimulationRecord) -> None:
             nonlocal passed, finished, infra
-            if sim.get("termination_reason") != INFRA:
+            if not record.infrastructure_error:
                 finished += 1
-                passed += is_success((sim.get("reward_info") or {}).get("reward"))
+                passed += is_success(record.reward)
             else:
                 infra += 1
             progress.update(bar, advance=1, rate=progress_rate(passed, finished, infra))

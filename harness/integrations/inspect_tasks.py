@@ -45,7 +45,6 @@ from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMe
 from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
 from tau_mcp.harness.agents.llm_agent import conversation_prompt
 from tau_mcp.harness.backends import ToolInfo
-from tau_mcp.harness.metrics import INFRA
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
@@ -218,12 +217,12 @@ def tau_mcp_conversation(
 
         state.messages = [
             ChatMessageSystem(content=conversation_prompt(runner.policy_for(task))),
-            *(to_inspect(parse_message(m)) for m in sim["messages"]),
+            *(to_inspect(parse_message(m)) for m in sim.messages or []),
         ]
-        state.store.set(GRADE_KEY, sim.get("reward_info"))
-        state.metadata["termination_reason"] = sim["termination_reason"]
-        if sim["termination_reason"] == INFRA:
-            state.metadata["error"] = (sim.get("info") or {}).get("error")
+        state.store.set(GRADE_KEY, sim.reward_info)
+        state.metadata["termination_reason"] = sim.termination_reason
+        if sim.infrastructure_error:
+            state.metadata["error"] = (sim.info or {}).get("error")
         state.completed = True
         return state
 

@@ -346,7 +346,8 @@ class PolicyDriver:
         assert self.run is not None
         await self.seat.turn_or_end(self.run)
         if self.run.done():
-            self.result = self.run.result()  # configuration errors surface here
+            # configuration errors surface here; the record is kept as its users see it
+            self.result = self.run.result().layout()
 
     @property
     def started(self) -> bool:

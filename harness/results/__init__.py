@@ -18,29 +18,33 @@ from tau_mcp.harness.results.file import (
     ResultsFile,
     ResultsWriteError,
     atomic_write,
-    check_tasks,
     journal_path,
-    load_results,
-    read_journal,
     refuse_unfinished_run,
-    results_text,
+    write_document,
     write_regraded,
 )
+from tau_mcp.harness.results.load import check_tasks, load_results, read_journal, records
 from tau_mcp.harness.results.lock import ResultsLocked, lock_path, results_lock
+from tau_mcp.harness.results.record import INFRA, RunHeader, RunInfo, SimulationRecord
 
 __all__ = [
+    "INFRA",
     "ResultsError",
     "ResultsFile",
     "ResultsLocked",
     "ResultsWriteError",
+    "RunHeader",
+    "RunInfo",
+    "SimulationRecord",
     "atomic_write",
     "check_tasks",
     "journal_path",
     "load_results",
     "lock_path",
     "read_journal",
+    "records",
     "refuse_unfinished_run",
     "results_lock",
-    "results_text",
+    "write_document",
     "write_regraded",
 ]
