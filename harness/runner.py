@@ -16,11 +16,11 @@ from typing import Any, Protocol
 from tau_mcp.harness.config import RunConfig, trial_seeds
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.results import (
-    INFRA,
     ResultsFile,
     SimulationRecord,
     check_tasks,
     load_results,
+    records,
     results_lock,
 )
 from tau_mcp.harness.results.resume import check_no_orphan_journal, check_resumable
@@ -140,10 +140,10 @@ def keep_finished(
     check_tasks(path, previous, task_ids)
     check_resumable(path, previous, results.header)
     done = set()
-    for sim in previous["simulations"]:
-        if sim.get("termination_reason") == INFRA:
+    for sim, record in zip(previous["simulations"], records(previous), strict=True):
+        if record.infrastructure_error:
             continue
         # load_results leaves one result per (task, trial): different copies are refused
-        done.add((str(sim.get("task_id")), int(sim.get("trial") or 0)))
-        results.add(sim, save=False)
+        done.add((str(record.task_id), int(record.trial or 0)))
+        results.add(sim, save=False)  # as the file holds it, byte for byte
     return done

@@ -19,7 +19,7 @@ from typing import Any
 
 from tau_mcp.harness import redaction
 from tau_mcp.harness.results.file import ResultsError, journal_path
-from tau_mcp.harness.results.folder import LayoutError, dir_paths, read_dir
+from tau_mcp.harness.results.folder import LayoutError, dir_paths, read_dir, read_json_text
 from tau_mcp.harness.results.record import INFRA, RunHeader, SimulationRecord, shape_problem
 
 
@@ -47,13 +47,13 @@ def load_results(path: Path, task_ids: Collection[str] | None = None) -> dict[st
     (when it lists them) or, given `task_ids`, not a task of the domain."""
     path = Path(path)
     text: str | None = None  # the data as read, when it is one file
-    if dir_paths(path) is not None:
-        try:
+    try:
+        if dir_paths(path) is not None:
             data: Any = read_dir(path)
-        except LayoutError as exc:
-            raise ResultsError(str(exc)) from None
-    else:
-        data, text = _read_single(path)
+        else:
+            data, text = read_json_text(path)
+    except LayoutError as exc:
+        raise ResultsError(str(exc)) from None
     if isinstance(data, list):
         data = {"info": None, "tasks": [], "simulations": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
@@ -149,18 +149,6 @@ def check_tasks(path: Path, data: dict[str, Any], task_ids: Collection[str] | No
                 f"{path} holds simulation {sim.get('id')} of task '{task}', which is not a task "
                 "of this domain; remove that simulation or use the domain it was run on"
             )
-
-
-def _read_single(path: Path) -> tuple[Any, str]:
-    """A one-file results document, and its text (searched for keys before anything is
-    walked)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        return json.loads(text), text
-    except FileNotFoundError:
-        raise ResultsError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsError(f"cannot read results file {path}: {exc}") from None
 
 
 def records(document: dict[str, Any]) -> list[SimulationRecord]:
