@@ -26,8 +26,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from tau_mcp.harness.redaction import redact_document
 from tau_mcp.harness.results.folder import (
     INDEX_KEY,
@@ -128,6 +126,8 @@ def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def dir_files(document: dict[str, Any]) -> dict[str, bytes]:
     """The reference's folder layout: relative path -> bytes (keys redacted)."""
+    import orjson  # the reference's float forms; only converting needs it, not every run
+
     document = redact_document(document)
     meta = {k: v for k, v in _reference_order(document).items() if k != "simulations"}
     meta[INDEX_KEY] = simulation_index(document["simulations"])

@@ -276,8 +276,14 @@ class SimulationRecord(BaseModel):
 
     def layout(self) -> dict[str, Any]:
         """The record as a results file holds it: the fields it was built or read with, in
-        the model's order, then unknown ones. Nested values are shared, not copied."""
-        return _layout(self)
+        the model's order, then unknown ones. Nested values are shared, not copied (a
+        record has no nested model, so this is `_layout` without its recursion: it runs once
+        per simulation)."""
+        chosen = self.model_fields_set
+        out = {name: value for name, value in self.__dict__.items() if name in chosen}
+        if self.__pydantic_extra__:
+            out.update(self.__pydantic_extra__)
+        return out
 
     # --- what readers ask -------------------------------------------------------------------
     @property
