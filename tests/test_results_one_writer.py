@@ -32,22 +32,8 @@ def _invoke(*args: object) -> None:
 
 def _run(path: Path, *extra: object) -> Path:
     """The oracle on the bundled demo (mock domain), two trials of every task."""
-    _invoke(
-        "run",
-        "--domain",
-        "mock",
-        "--agent",
-        "oracle",
-        "--user",
-        "scripted",
-        "--num-trials",
-        "2",
-        "--data-dir",
-        DEMO_DIR,
-        "--save-to",
-        path,
-        *extra,
-    )
+    oracle = "run --domain mock --agent oracle --user scripted --num-trials 2".split()
+    _invoke(*oracle, "--data-dir", DEMO_DIR, "--save-to", path, *extra)
     return path
 
 

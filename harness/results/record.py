@@ -158,6 +158,45 @@ class SimulationRecord(BaseModel):
 
     # --- building ---------------------------------------------------------------------------
     @classmethod
+    def _built(
+        cls,
+        task_id: str,
+        trial: int,
+        seed: int,
+        *,
+        start_time: str,
+        end_time: str | None,
+        duration: float | None,
+        termination_reason: str | None,
+        messages: list[dict[str, Any]],
+        info: RecordInfo,
+        reward_info: dict[str, Any] | None = None,
+        agent_cost: float | None = None,
+        user_cost: float | None = None,
+        id: str | None = None,
+    ) -> SimulationRecord:
+        """Every record the harness builds has the layout's core fields, in this order (its
+        time stamp is its end, or its start while it runs). Our own values: constructed, not
+        validated, so nothing is copied or converted."""
+        return cls.model_construct(
+            id=id or str(uuid.uuid4()),
+            task_id=task_id,
+            timestamp=end_time or start_time,
+            start_time=start_time,
+            end_time=end_time,
+            duration=duration,
+            termination_reason=termination_reason,
+            agent_cost=agent_cost,
+            user_cost=user_cost,
+            reward_info=reward_info,
+            messages=messages,
+            trial=trial,
+            seed=seed,
+            mode=HALF_DUPLEX,
+            info=info,
+        )
+
+    @classmethod
     def finished(
         cls,
         *,
@@ -186,22 +225,19 @@ class SimulationRecord(BaseModel):
             agent_costs += [c for who, c in tool_costs.items() if who != "user"]
             user_costs += [c for who, c in tool_costs.items() if who == "user"]
             info = {**info, "tool_cost": dict(tool_costs)}
-        return cls.model_construct(
-            id=str(uuid.uuid4()),
-            task_id=task_id,
-            timestamp=end_time,
+        return cls._built(
+            task_id,
+            trial,
+            seed,
             start_time=start_time,
             end_time=end_time,
             duration=duration,
             termination_reason=termination_reason,
+            messages=messages,
+            info=info,
+            reward_info=reward_info,
             agent_cost=sum(agent_costs) if agent_costs else None,
             user_cost=sum(user_costs) if user_costs else None,
-            reward_info=reward_info,
-            messages=messages,
-            trial=trial,
-            seed=seed,
-            mode=HALF_DUPLEX,
-            info=info,
         )
 
     @classmethod
@@ -212,22 +248,17 @@ class SimulationRecord(BaseModel):
         scored, and a resumed run tries it again. A key the error echoes (some providers do)
         is redacted here, so no copy of the record holds it."""
         stamp = now()
-        return cls.model_construct(
-            id=str(uuid.uuid4()),
-            task_id=task_id,
-            timestamp=stamp,
+        info: RecordInfo = {"error": redaction.redact_text(error), "attempts": attempts}
+        return cls._built(
+            task_id,
+            trial,
+            seed,
             start_time=stamp,
             end_time=stamp,
             duration=0.0,
             termination_reason=INFRA,
-            agent_cost=None,
-            user_cost=None,
-            reward_info=None,
             messages=[],
-            trial=trial,
-            seed=seed,
-            mode=HALF_DUPLEX,
-            info={"error": redaction.redact_text(error), "attempts": attempts},
+            info=info,
         )
 
     @classmethod
@@ -243,21 +274,16 @@ class SimulationRecord(BaseModel):
         status: str,
     ) -> SimulationRecord:
         """A served simulation still running: its messages so far, no ending or grade yet."""
-        return cls.model_construct(
+        return cls._built(
+            task_id,
+            trial,
+            seed,
             id=id,
-            task_id=task_id,
-            timestamp=started,
             start_time=started,
             end_time=None,
             duration=None,
             termination_reason=None,
-            agent_cost=None,
-            user_cost=None,
-            reward_info=None,
             messages=messages,
-            trial=trial,
-            seed=seed,
-            mode=HALF_DUPLEX,
             info={"status": status},
         )
 
