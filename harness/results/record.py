@@ -30,12 +30,14 @@ from typing_extensions import Required, TypedDict
 from pydantic import (
     BaseModel,
     ConfigDict,
+    PlainValidator,
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     with_config,
 )
+from pydantic_core import PydanticCustomError
 
 from tau_mcp.conversation.messages import now
 from tau_mcp.harness import redaction
@@ -114,12 +116,13 @@ class RecordInfo(TypedDict, total=False):
 
 
 def _an_object(value: Any) -> Any:
+    """A free-form part (the reference leaves it open): any object, kept as it is."""
     if value is not None and not isinstance(value, dict):
-        raise ValueError("must be an object")
+        raise PydanticCustomError("dict_type", "Input should be a valid dictionary")
     return value
 
 
-FreeForm = WrapValidator(lambda value, _handler: _an_object(value))
+FreeForm = PlainValidator(_an_object)
 
 
 # --- a simulation ---------------------------------------------------------------------------
