@@ -22,6 +22,7 @@ are in the file, so building and writing a record copies nothing.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Annotated, Any
 
@@ -50,6 +51,9 @@ INFRA = "infrastructure_error"
 HALF_DUPLEX = "half_duplex"
 
 _OPEN = ConfigDict(extra="allow", strict=True)
+# A run builds records without validating them: the models' validators are built when a file
+# is first read, not when the harness starts.
+_LAZY = ConfigDict(defer_build=True)
 
 
 def _as_written(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -136,7 +140,7 @@ class SimulationRecord(BaseModel):
     the JSON object a results file holds: the fields a record was built or read with, then any
     unknown ones, in that order."""
 
-    model_config = _OPEN
+    model_config = _OPEN | _LAZY
 
     id: str | int | None = None
     task_id: str | int
@@ -339,13 +343,15 @@ def _layout(model: BaseModel) -> dict[str, Any]:
     return out
 
 
-_SIMULATIONS = TypeAdapter(list[SimulationRecord])
+@functools.cache
+def _simulations() -> TypeAdapter[list[SimulationRecord]]:
+    return TypeAdapter(list[SimulationRecord])
 
 
 def shape_problem(simulations: list[Any]) -> str | None:
     """What is wrong with the first malformed simulation, in words; None when all are usable."""
     try:
-        _SIMULATIONS.validate_python(simulations)
+        _simulations().validate_python(simulations)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         location = list(error["loc"])
@@ -367,7 +373,7 @@ def shape_problem(simulations: list[Any]) -> str | None:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow") | _LAZY
 
 
 class AgentInfo(_Section):
@@ -425,7 +431,7 @@ class RunHeader(BaseModel):
     """Everything in a results document but its simulations: when the run began, its `info`
     (a `RunInfo` in our runs; any object in a file from elsewhere) and its tasks."""
 
-    model_config = _OPEN
+    model_config = _OPEN | _LAZY
 
     timestamp: Any = None
     info: Annotated[dict[str, Any] | None, FreeForm] = None
