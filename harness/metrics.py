@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tau_mcp.harness.results.record import INFRA, SimulationRecord
+from tau_mcp.harness.results import INFRA, SimulationRecord
 
 __all__ = ["INFRA", "Summary", "is_success", "pass_hat_k", "summarize"]
 

@@ -23,7 +23,7 @@ from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:  # grading.review is imported when a review is made, not by every run
     from tau_mcp.grading.review import ReviewInputs, ReviewTexts
-    from tau_mcp.harness.results.record import SimulationRecord
+    from tau_mcp.harness.results import SimulationRecord
 
 REVIEWED_NAME = "results_reviewed.json"
 MODEL_HINT = "; or pass --review-llm MODEL"

@@ -37,7 +37,7 @@ from tau_mcp.harness.prompt_sets import (
     user_tools_for,
     with_llm_defaults,
 )
-from tau_mcp.harness.results.record import (
+from tau_mcp.harness.results import (
     AgentInfo,
     EnvironmentInfo,
     RunInfo,

@@ -32,7 +32,7 @@ from tau_mcp.harness.distributed.limits import LocalProviderLimits
 from tau_mcp.harness.distributed.process_worker import WorkerSetup, worker_main
 from tau_mcp.harness.distributed.spawner import Spawner
 from tau_mcp.harness.errors import ConfigError, run_stop
-from tau_mcp.harness.results.record import SimulationRecord
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.tasks import Task
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError, run_stop
-from tau_mcp.harness.results.record import SimulationRecord
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, open_backend
 from tau_mcp.servers.engine.errors import EngineError

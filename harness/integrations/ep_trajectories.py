@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import Any
 
-from tau_mcp.harness.results.record import SimulationRecord
+from tau_mcp.harness.results import SimulationRecord
 
 # EP's termination reasons, as the reference names them. EP ends a conversation either on the
 # user's stop word or when the policy stops calling tools without a simulated user.

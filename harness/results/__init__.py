@@ -25,10 +25,20 @@ from tau_mcp.harness.results.file import (
 )
 from tau_mcp.harness.results.load import check_tasks, load_results, read_journal, records
 from tau_mcp.harness.results.lock import ResultsLocked, lock_path, results_lock
-from tau_mcp.harness.results.record import INFRA, RunHeader, RunInfo, SimulationRecord
+from tau_mcp.harness.results.record import (
+    INFRA,
+    AgentInfo,
+    EnvironmentInfo,
+    RunHeader,
+    RunInfo,
+    SimulationRecord,
+    UserInfo,
+)
 
 __all__ = [
     "INFRA",
+    "AgentInfo",
+    "EnvironmentInfo",
     "ResultsError",
     "ResultsFile",
     "ResultsLocked",
@@ -36,6 +46,7 @@ __all__ = [
     "RunHeader",
     "RunInfo",
     "SimulationRecord",
+    "UserInfo",
     "atomic_write",
     "check_tasks",
     "journal_path",
