@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import Annotated, Any
-
-from typing_extensions import Required, TypedDict
+from typing import Annotated, Any, Required
 
 from pydantic import (
     BaseModel,
@@ -39,6 +37,7 @@ from pydantic import (
     with_config,
 )
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict
 
 from tau_mcp.conversation.messages import now
 from tau_mcp.harness import redaction
