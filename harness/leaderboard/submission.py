@@ -21,7 +21,7 @@ from typing import Any
 
 from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 from tau_mcp.harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_scores
-from tau_mcp.harness.leaderboard.rules import Problem, Run, run_problems
+from tau_mcp.harness.leaderboard.rules import Problem, Run, has_retrieval_configs, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import journal_path, load_results
 from tau_mcp.harness.results_layouts import convert_document, detect, json_text
@@ -202,7 +202,7 @@ def domain_entry(scores: DomainScores, retrieval_config: str | None) -> dict[str
             entry[f"pass_{k}"] = value
     if scores.cost is not None:
         entry["cost"] = scores.cost
-    if scores.domain == "banking_knowledge" and retrieval_config:
+    if retrieval_config and has_retrieval_configs(scores.domain):
         entry["retrieval_config"] = retrieval_config
     return entry
 
