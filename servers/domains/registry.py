@@ -52,7 +52,8 @@ class Catalog:
     usable: dict[str, Declaration] = field(default_factory=dict)
     #: name -> why the name cannot be used (claimed by two packs).
     blocked: dict[str, str] = field(default_factory=dict)
-    #: name -> why each pack claiming it was refused (its own sentence, naming both sides).
+    #: name -> why each pack claiming it was refused while the name stays usable (a pack
+    #: named like one of ours): its own sentence, naming both sides.
     refused: dict[str, list[str]] = field(default_factory=dict)
     #: One sentence for each declaration refused and each pack folder that cannot be read.
     problems: list[str] = field(default_factory=list)
@@ -92,8 +93,8 @@ def _settle(declarations: list[Declaration], folder_problems: list[str]) -> Cata
                 f"domain '{name}' is declared by two packs, {first.origin} ({first.target}) and "
                 f"{second.origin} ({second.target}), so neither is used (rename one)"
             )
-            result.blocked[name] = sentence
-            result.refuse(name, sentence)
+            result.blocked[name] = sentence  # using the name says it: no warning too
+            result.problems.append(sentence)
     return result
 
 
@@ -130,7 +131,7 @@ def add_domain_paths(paths: Iterable[str | os.PathLike]) -> None:
     """Put pack folders (`--domain-path DIR`) ahead of `$TAU_DOMAIN_PATH`. They are added to
     the variable itself, so the processes this one starts (worker processes, a local Ray
     instance's workers, agent programs, servers) find the same packs."""
-    given = [str(Path(p).expanduser().resolve()) for p in paths]
+    given = list(dict.fromkeys(str(Path(p).expanduser().resolve()) for p in paths))
     if not given:
         return
     current = [part for part in os.environ.get(PATH_ENV, "").split(os.pathsep) if part]
@@ -163,7 +164,10 @@ def declaration(name: str) -> Declaration:
         return found
     if name in known.blocked:
         raise DomainPackError(known.blocked[name])
-    raise UnknownDomain(f"unknown domain '{name}' (known: {', '.join(known.usable) or 'none'})")
+    raise UnknownDomain(
+        f"unknown domain '{name}' (known: {', '.join(known.usable) or 'none'}; a pack that is "
+        "not installed is found with --domain-path DIR or $TAU_DOMAIN_PATH)"
+    )
 
 
 def domain_spec(name: str) -> DomainSpec:
