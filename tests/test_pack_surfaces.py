@@ -229,3 +229,30 @@ def test_the_run_api_takes_domain_paths_in_a_fresh_process(unset, tmp_path):
     assert sorted((s["task_id"], s["reward_info"]["reward"]) for s in sims) == [
         (t, 1.0) for t in TASKS
     ]
+
+
+@pytest.mark.needs_data  # the board's schema is the reference data's
+def test_the_board_refuses_a_packs_domain_in_one_sentence(unset, tmp_path):
+    from tau_mcp.harness.cli import app
+    from tests.support.data import DATA_DIR
+
+    def invoke(*args):
+        return CliRunner().invoke(app, [str(a) for a in args], env={PATH_ENV: None})
+
+    results = tmp_path / "pack.json"
+    ran = invoke(
+        "run", "--domain", NAME, "--agent", "oracle", "--user", "scripted",
+        "--domain-path", unset, "--save-to", results,
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    board = "retail, airline, telecom, banking_knowledge"
+    submitted = invoke("submit", "prepare", results, "-o", tmp_path / "sub", "--data-dir", DATA_DIR)
+    assert submitted.exit_code == 1
+    assert submitted.output.strip() == (
+        f"error: [board-domain] {results} is a run of '{NAME}', which the board does not rank "
+        "(its domains: "
+        f"{board})"
+    )
+    ranked = invoke("leaderboard", "-d", NAME, "--data-dir", DATA_DIR)
+    assert ranked.exit_code == 1
+    assert ranked.output.strip() == f"error: unknown domain '{NAME}': the board has {board}"

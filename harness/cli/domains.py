@@ -12,6 +12,13 @@ from tau_mcp.harness.cli.common import console, fail
 FORMATS = ("table", "json")
 
 
+def _short(origin: str) -> str:
+    """Where a domain comes from, for a table cell ("installed acme-domain 0.1.0")."""
+    return origin.replace("the installed distribution ", "installed ").replace(
+        "the pack folder ", "folder "
+    )
+
+
 def domains(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
@@ -52,8 +59,11 @@ def domains(
         for column in ("domain", "from", "data"):
             table.add_column(column, overflow="fold")
         for s in found:
-            data = str(s.folder) if s.folder else f"[dim]{s.no_data or 'fails to load'}[/]"
-            table.add_row(s.name, s.origin, data)
+            if s.folder is not None:
+                data = str(s.folder)
+            else:
+                data = "[red]fails to load[/]" if s.problem else "[dim]no data here[/]"
+            table.add_row(s.name, _short(s.origin), data)
         console.print(table)
         for problem in problems:
             typer.echo(f"error: {problem}", err=True)

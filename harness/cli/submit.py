@@ -117,6 +117,7 @@ def prepare(
 
     try:
         runs = sub.load_runs(results)
+        sub.refuse_off_board(runs, data_dir)
         given = sub.Metadata(
             model_name=model_name,
             model_organization=model_organization,

@@ -217,6 +217,14 @@ def domain_doc(
         fail(str(exc))
     console.rule(f"{name} ({domain.data_dir})")
     console.print(f"{len(domain.tasks)} tasks; splits: {', '.join(domain_splits(domain)) or '-'}")
+    task_sets = [name for name, file in domain.task_sets().items() if file is not None]
+    if task_sets:
+        console.print(f"task sets (--task-set-name): {', '.join(task_sets)}")
+    if domain.variants is not None:
+        configs = ", ".join(domain.variants.names)
+        console.print(
+            f"retrieval configs (--retrieval-config): {configs}; default {domain.variants.default}"
+        )
     for side, listing in sides.items():
         console.print(f"\n[bold]{side} tools[/] ({len(listing.tools)}, {listing.source} texts)")
         for tool in listing.tools:

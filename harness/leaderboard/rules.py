@@ -96,6 +96,12 @@ def run_problems(
     return problems
 
 
+def off_board(runs: list[Run], board_domains: list[str]) -> Problem | None:
+    """The first run the board cannot take at all (no header, or a domain it does not rank,
+    a domain pack's say): checked before anything else is asked of a submission."""
+    return next((p for run in runs for p in _header_problems(run, board_domains)), None)
+
+
 def _header_problems(run: Run, board_domains: list[str]) -> list[Problem]:
     if not run.info:
         return [
