@@ -16,7 +16,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import Distribution, entry_points
 from pathlib import Path
 
 ENTRY_POINT_GROUP = "tau_mcp.domains"
@@ -80,29 +80,28 @@ def target_problem(target: str) -> str | None:
 def installed() -> list[Declaration]:
     """The group's entry points of every installed distribution (tau-mcp's own are built-in)."""
     found: list[Declaration] = []
-    own = False
+    origins: dict[int, str] = {}  # a distribution's entry points share its object
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        builtin = _is_own(point)
-        own = own or builtin
-        found.append(
-            Declaration(point.name, point.value.replace(" ", ""), _dist_origin(point), builtin)
-        )
-    if not own:
+        dist = getattr(point, "dist", None)
+        origin = origins.get(id(dist))
+        if origin is None:
+            origin = origins[id(dist)] = _origin(dist)
+        value = point.value.replace(" ", "")
+        found.append(Declaration(point.name, value, origin, origin == OWN_DISTRIBUTION))
+    if not any(d.builtin for d in found):
         found += _own_from_checkout()
     return found
 
 
-def _is_own(point: EntryPoint) -> bool:
-    dist = getattr(point, "dist", None)
-    return dist is not None and _normalized(dist.name) == OWN_DISTRIBUTION
-
-
-def _dist_origin(point: EntryPoint) -> str:
-    if _is_own(point):
-        return "tau-mcp"
-    dist = getattr(point, "dist", None)
+def _origin(dist: Distribution | None) -> str:
+    """"tau-mcp" for tau-mcp itself, else the distribution's name and version. The name comes
+    from the metadata folder's name where it can (reading METADATA costs a few ms each)."""
     if dist is None:
         return "an installed distribution"
+    quick = getattr(dist, "_normalized_name", None)  # from the folder name (CPython 3.10+)
+    name = quick if isinstance(quick, str) else dist.name
+    if _normalized(name) == OWN_DISTRIBUTION:
+        return OWN_DISTRIBUTION
     return f"the installed distribution {dist.name} {dist.version}"
 
 
@@ -116,7 +115,7 @@ def _own_from_checkout() -> list[Declaration]:
     (the metadata is written when tau-mcp is installed)."""
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     declared, _ = _declared_in(pyproject)
-    return [Declaration(name, target, "tau-mcp", True) for name, target in declared.items()]
+    return [Declaration(n, t, OWN_DISTRIBUTION, True) for n, t in declared.items()]
 
 
 # --- pack folders -----------------------------------------------------------------------------
