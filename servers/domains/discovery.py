@@ -94,7 +94,7 @@ def installed() -> list[Declaration]:
 
 
 def _origin(dist: Distribution | None) -> str:
-    """"tau-mcp" for tau-mcp itself, else the distribution's name and version. The name comes
+    """`tau-mcp` for tau-mcp itself, else the distribution's name and version. The name comes
     from the metadata folder's name where it can (reading METADATA costs a few ms each)."""
     if dist is None:
         return "an installed distribution"
