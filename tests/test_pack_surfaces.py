@@ -256,3 +256,21 @@ def test_the_board_refuses_a_packs_domain_in_one_sentence(unset, tmp_path):
     ranked = invoke("leaderboard", "-d", NAME, "--data-dir", DATA_DIR)
     assert ranked.exit_code == 1
     assert ranked.output.strip() == f"error: unknown domain '{NAME}': the board has {board}"
+
+
+@pytest.mark.e2e
+def test_worker_processes_take_a_domain_path_pack(unset, tmp_path):
+    out = tmp_path / "workers.json"
+    env = {k: v for k, v in os.environ.items() if k != PATH_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "tau_mcp.harness", "run", "--domain", NAME, "--domain-path",
+         str(unset), "--agent", "oracle", "--user", "scripted", "--judge-llm", "none",
+         "--workers", "2", "--num-trials", "2", "--save-to", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    sims = json.loads(out.read_text())["simulations"]
+    assert len(sims) == 6 and all(s["reward_info"]["reward"] == 1.0 for s in sims)
