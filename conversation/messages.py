@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Requestor = Literal["assistant", "user"]
+from tau_mcp.servers.engine.tasks import Requestor
 
 STOP = "###STOP###"
 TRANSFER = "###TRANSFER###"

@@ -160,13 +160,19 @@ class TauBenchTexts:
     @property
     def tools_separator(self) -> str:
         """What the act/react system prompt puts between the policy and the tools' JSON (cut
-        out of the recorded retail act prompt)."""
-        recorded = self.text("act_agent_retail_system_prompt.txt")
-        domain = self.root / "taubench" / "domains" / "retail"
+        out of a recorded act prompt, `act_agent_<folder>_system_prompt.txt`)."""
+        prefix, suffix = "act_agent_", "_system_prompt.txt"
+        found = sorted(self.root.glob(f"taubench/prompts/{prefix}*{suffix}"))
+        if not found:
+            raise DataError(f"no {prefix}<domain>{suffix} in {self.root / 'taubench' / 'prompts'}")
+        name = found[0].name
+        folder = name[len(prefix) : -len(suffix)]
+        recorded = self.text(name)
+        domain = self.root / "taubench" / "domains" / folder
         wiki = (domain / "wiki.md").read_text(encoding="utf-8")
         tools = json.dumps(json.loads((domain / "tools.json").read_text(encoding="utf-8")))
         if not recorded.startswith(wiki) or tools not in recorded:
-            raise DataError("act_agent_retail_system_prompt.txt does not hold the retail policy")
+            raise DataError(f"{name} does not hold the {folder} policy and tools")
         return recorded[len(wiki) : recorded.index(tools)]
 
     def few_shot_file(self, folder: str) -> Path:

@@ -7,11 +7,11 @@ over HTTP or the engine in-process is the backend's business (see `tau_mcp.harne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from tau_mcp.conversation.errors import InfrastructureError
+from tau_mcp.servers.engine.toolkit import Side
 
-Side = Literal["agent", "user"]
 #: Where a tool result's `_meta` carries what the call's own model calls cost (dollars), e.g. a
 #: retrieval tool's embeddings or reranker; absent when they cost nothing.
 COST_META = "tau-mcp/cost"

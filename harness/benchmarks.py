@@ -125,16 +125,10 @@ def taubench_texts_of(domain: Domain) -> TauBenchTexts:
 
 
 def benchmark_named(domain: str) -> Benchmark:
-    """The benchmark of a domain given by name (a registered domain, or one of the τ-bench
-    domains, which domain packs will register)."""
+    """The benchmark of a domain given by name (tau2's for a name no domain has)."""
     from tau_mcp.servers.domains.registry import domain_spec
-    from tau_mcp.servers.domains.tau_bench_airline import SPEC as AIRLINE
-    from tau_mcp.servers.domains.tau_bench_retail import SPEC as RETAIL
     from tau_mcp.servers.engine.errors import EngineError
 
-    specs = {spec.name: spec for spec in (RETAIL, AIRLINE)}
-    if domain in specs:
-        return benchmark_of(specs[domain])
     try:
         return benchmark_of(domain_spec(domain))
     except EngineError:

@@ -11,6 +11,7 @@ everywhere. A bad value is refused as it is built, in one sentence (`ConfigError
 from __future__ import annotations
 
 import difflib
+import os
 import random
 import threading
 from functools import lru_cache
@@ -23,6 +24,7 @@ from tau_mcp.grading import Judge
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_STEPS
 from tau_mcp.harness.review import ReviewSettings
+from tau_mcp.servers.domains import registry
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
@@ -50,6 +52,19 @@ def split_ids(values: Any) -> list[str] | None:
     items = list(values) if isinstance(values, list | tuple) else [values]
     ids = [part for value in items for part in str(value).replace(",", " ").split() if part]
     return ids or None
+
+
+def parse_domain_paths(raw: Any) -> list[Path] | None:
+    """Pack folders given as a list, or as one os.pathsep-separated text; each must be a
+    folder (None or nothing given is None)."""
+    if raw is None:
+        return None
+    items = list(raw) if isinstance(raw, list | tuple) else str(raw).split(os.pathsep)
+    paths = [Path(str(item)).expanduser() for item in items if str(item).strip()]
+    for path in paths:
+        if not path.is_dir():
+            raise ConfigError(f"domain path {path} is not a folder")
+    return paths or None
 
 
 def parse_workers(raw: Any) -> int | None:
@@ -92,6 +107,9 @@ class RunConfig(BaseModel):
 
     # --- what is run --------------------------------------------------------------------------
     domain: str
+    #: Domain pack folders to look in (`--domain-path`; a list, or one os.pathsep-separated
+    #: text), ahead of $TAU_DOMAIN_PATH's; installed packs need none (docs/own-domain.md).
+    domain_paths: list[Path] | None = None
     #: The benchmark data folder (None: $TAU2_DATA_DIR, else the bundled demo data's domains).
     data_dir: Path | None = None
     #: A named task set of the domain's data (`--task-set-name`; None: the domain's own tasks).
@@ -201,6 +219,18 @@ class RunConfig(BaseModel):
     def _ids(cls, value: Any) -> list[str] | None:
         return split_ids(value)
 
+    @field_validator("domain", mode="before")
+    @classmethod
+    def _domain(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str) and not value.strip():
+            raise ValueError("the run needs a domain's name (`tau-harness domains` lists them)")
+        return value
+
+    @field_validator("domain_paths", mode="before")
+    @classmethod
+    def _domain_paths(cls, value: Any) -> list[Path] | None:
+        return parse_domain_paths(value)
+
     @field_validator("workers", mode="before")
     @classmethod
     def _workers(cls, value: Any) -> int | None:
@@ -296,7 +326,25 @@ def _task_id(domain: Domain, split: str | None, given: str) -> str:
 
 #: The original τ-bench's option names: ours, or how its values become ours.
 ORIGINAL_NAMES = {"agent_strategy": "agent", "user_strategy": "user"}
-ORIGINAL_ENVS = {"retail": "tau-bench-retail", "airline": "tau-bench-airline"}
+#: The original's `--env NAME` is our domain `tau-bench-NAME` (how the τ-bench domains are named).
+ORIGINAL_ENV_PREFIX = "tau-bench-"
+
+
+def original_envs() -> list[str]:
+    """The `--env` names the original's options take: one per τ-bench domain known."""
+    return [
+        name.removeprefix(ORIGINAL_ENV_PREFIX)
+        for name in registry.domain_names()
+        if name.startswith(ORIGINAL_ENV_PREFIX)
+    ]
+
+
+def original_env_domain(env: str) -> str:
+    """The domain the original's `--env` names; ValueError, one sentence, for another name."""
+    envs = original_envs()
+    if env not in envs:
+        raise ValueError(f"env is one of {', '.join(envs) or 'no known domain'}, not {env!r}")
+    return ORIGINAL_ENV_PREFIX + env
 
 
 def original_options(values: dict[str, Any]) -> dict[str, Any]:
@@ -311,10 +359,7 @@ def original_options(values: dict[str, Any]) -> dict[str, Any]:
         values[name] = value
 
     if values.get("env") is not None:
-        env = values.pop("env")
-        if env not in ORIGINAL_ENVS:
-            raise ValueError(f"env is one of {', '.join(ORIGINAL_ENVS)}, not {env!r}")
-        put("domain", ORIGINAL_ENVS[env], "env")
+        put("domain", original_env_domain(values.pop("env")), "env")
     values.pop("env", None)
     for original, ours in ORIGINAL_NAMES.items():
         if original in values:

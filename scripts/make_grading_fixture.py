@@ -287,7 +287,7 @@ def strip_message(m: dict) -> dict:
 
 
 def _comparable(reward_info):
-    from tau_mcp.grading.compare import comparable
+    from tests.support.verdicts import comparable
 
     return comparable(reward_info)
 

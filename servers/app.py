@@ -26,17 +26,25 @@ from tau_mcp.servers import mcp_sessions
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, send_json_error
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, EpisodeStore, Side
+from tau_mcp.servers.engine.episode import Episode, EpisodeStore
 from tau_mcp.servers.engine.errors import EngineError, UnknownEpisode
 from tau_mcp.servers.engine.ids import check_episode_id
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from tau_mcp.servers.ep import EvalProtocolBridge
 from tau_mcp.servers.fast_calls import FastToolCalls
 from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
-from tau_mcp.servers.http_stack import BadRequest, HttpGuards, guarded_app, json_object_body
+from tau_mcp.servers.http_stack import (
+    AsgiEndpoint,
+    BadRequest,
+    HttpGuards,
+    guarded_app,
+    json_object_body,
+)
 from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
 from tau_mcp.servers.mcp_apps import McpApps
 from tau_mcp.servers.mcp_listing import named
+from tau_mcp.servers.mcp_protocol import MODERN_VERSION
 from tau_mcp.servers.surfaces import ListingMismatch, ShownTool, View, register_surface
 
 log = logging.getLogger("tau.server")
@@ -61,7 +69,7 @@ async def _shown_on_side_endpoints(
         seen = {
             (path, mode): await listed_tools(app, path, mode)
             for path in paths
-            for mode in ("2026-07-28", "legacy")
+            for mode in (MODERN_VERSION, "legacy")
         }
     first = next(iter(seen.values()))
     for (path, mode), tools in seen.items():
@@ -130,9 +138,9 @@ class ServerSettings:
 
 def episode_from_scope() -> Episode:
     """The episode the gateway put in the current HTTP request's scope."""
-    from fastmcp.server.dependencies import get_http_request
+    from tau_mcp.servers.mcp_assembly import request_scope
 
-    episode = get_http_request().scope.get("tau.episode")
+    episode = request_scope().get("tau.episode")
     if episode is None:
         raise UnknownEpisode("this MCP endpoint's episode no longer exists")
     return episode
@@ -407,7 +415,7 @@ class TauServer:
         routes = [
             # The hot path first: the router tries routes in order. No other route has five
             # segments ending in `mcp`, so its place changes no match.
-            Route("/{domain}/episodes/{episode_id}/{side}/mcp", _Asgi(self.episode_gateway)),
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp", AsgiEndpoint(self.episode_gateway)),
             Route("/health", self.health, methods=["GET"]),
             Route("/{domain}/tasks", self.tasks, methods=["GET"]),
             Route("/{domain}/episodes", self.create_episode, methods=["POST"]),
@@ -424,12 +432,12 @@ class TauServer:
         ]
         # MCP endpoints answer with and without a trailing slash (clients differ; EP adds one).
         routes.append(
-            Route("/{domain}/episodes/{episode_id}/{side}/mcp/", _Asgi(self.episode_gateway))
+            Route("/{domain}/episodes/{episode_id}/{side}/mcp/", AsgiEndpoint(self.episode_gateway))
         )
         for suffix in ("", "/"):
             routes += [
-                Route("/{domain}/{side}/mcp" + suffix, _Asgi(self.default_gateway)),
-                Route("/{domain}/mcp" + suffix, _Asgi(ep.gateway)),
+                Route("/{domain}/{side}/mcp" + suffix, AsgiEndpoint(self.default_gateway)),
+                Route("/{domain}/mcp" + suffix, AsgiEndpoint(ep.gateway)),
             ]
         return routes
 
@@ -437,16 +445,6 @@ class TauServer:
         app = guarded_app(self.routes(), self.settings.guards(), lifespan=self.lifespan)
         app.state.tau = self
         return app
-
-
-class _Asgi:
-    """Marks a bound coroutine as a raw ASGI endpoint (Starlette treats methods as handlers)."""
-
-    def __init__(self, handler) -> None:
-        self.handler = handler
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(scope, receive, send)
 
 
 def create_app(

@@ -15,7 +15,6 @@ list tools never loads it (see `tau_mcp.servers.mcp_apps`).
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import Any
 
@@ -23,24 +22,22 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, Side, ToolOutcome
-from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.episode import Episode
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.limits import json_utf8
+from tau_mcp.servers.mcp_calls import call_on_episode
 from tau_mcp.servers.mcp_listing import server_name, tools_list_result
+from tau_mcp.servers.mcp_protocol import MODERN_VERSION, SERVER_INFO_META, VERSION_META
 from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version
 
-log = logging.getLogger("tau.server")
-
-MODERN_VERSION = "2026-07-28"
-VERSION_META = "io.modelcontextprotocol/protocolVersion"
-SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
 
 
 class FastToolCalls:
     """Answers plain modern `tools/call` and `tools/list` requests for one (domain, side)
-    endpoint built by `tau_mcp.servers.mcp_tools.build_mcp_server`."""
+    endpoint built by `tau_mcp.servers.mcp_tools.build_mcp_server`; a call runs as there
+    (`tau_mcp.servers.mcp_calls`)."""
 
     def __init__(
         self, domain: Domain, side: Side, surface: Surface, variant: str | None = None
@@ -86,13 +83,7 @@ class FastToolCalls:
         if call is None:
             return replay
         ident, name, arguments = call
-        try:
-            outcome = await episode.call_async(self.side, name, arguments)
-        except EngineError as exc:
-            outcome = ToolOutcome(f"Error: {exc}", True)
-        except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
-            log.exception("tool %s failed outside the engine", name)
-            outcome = ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+        outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
         if outcome.cost:
             meta[COST_META] = outcome.cost

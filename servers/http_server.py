@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import uvicorn
 
+from tau_mcp.servers import compat
+
 DEFAULT_KEEP_ALIVE = 65.0
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 1000
@@ -60,67 +62,21 @@ def _raw_json_response(status: int, reason: str, message: str) -> bytes:
 
 def guarded_protocol(policy: ConnectionPolicy) -> type:
     """uvicorn's h11 protocol plus the request-head deadline and the connection cap (uvicorn is
-    imported here: programs that only read the defaults above stay light)."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GuardedH11Protocol(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._head_timer = None
-            if len(self.connections) > policy.max_connections:
-                transport.write(
-                    _raw_json_response(
-                        503,
-                        "Service Unavailable",
-                        f"server at its connection limit ({policy.max_connections}); retry later",
-                    )
-                )
-                transport.close()
-                return
-            self._arm_head_timer()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.conn.their_state is h11.IDLE:
-                if self._head_timer is None:  # a new request has begun: its head is timed
-                    self._arm_head_timer()
-            else:
-                self._cancel_head_timer()
-
-        def on_response_complete(self) -> None:
-            self._cancel_head_timer()  # idle again: the keep-alive timer takes over
-            super().on_response_complete()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel_head_timer()
-            super().connection_lost(exc)
-
-        def _arm_head_timer(self) -> None:
-            self._cancel_head_timer()
-            self._head_timer = self.loop.call_later(policy.header_timeout, self._head_timed_out)
-
-        def _cancel_head_timer(self) -> None:
-            timer = getattr(self, "_head_timer", None)
-            if timer is not None:
-                timer.cancel()
-                self._head_timer = None
-
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
-                return
-            if self.conn.trailing_data[0]:  # part of a request head arrived, too slowly
-                self.transport.write(
-                    _raw_json_response(
-                        408,
-                        "Request Timeout",
-                        f"request headers not received within {policy.header_timeout:g} s",
-                    )
-                )
-            self.transport.close()
-
-    return GuardedH11Protocol
+    imported only then: programs that only read the defaults above stay light)."""
+    return compat.head_deadline_protocol(
+        policy.max_connections,
+        policy.header_timeout,
+        refused=_raw_json_response(
+            503,
+            "Service Unavailable",
+            f"server at its connection limit ({policy.max_connections}); retry later",
+        ),
+        timed_out=_raw_json_response(
+            408,
+            "Request Timeout",
+            f"request headers not received within {policy.header_timeout:g} s",
+        ),
+    )
 
 
 def bind_socket(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> socket.socket:
@@ -168,15 +124,7 @@ def uvicorn_server(
         server_header=False,
         timeout_graceful_shutdown=graceful_timeout,
     )
-    if handle_signals:
-        return uvicorn.Server(config)
-
-    class _Embedded(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self):
-            yield
-
-    return _Embedded(config)
+    return uvicorn.Server(config) if handle_signals else compat.server_keeping_signals(config)
 
 
 @contextlib.contextmanager

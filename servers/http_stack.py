@@ -35,6 +35,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
+from starlette.types import Receive, Scope, Send
 
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, BodyTooLarge
 from tau_mcp.servers.engine.errors import EngineError
@@ -157,3 +158,14 @@ async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         return json_error(499, "client went away")
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return json_error(500, f"internal server error ({type(exc).__name__})")
+
+
+class AsgiEndpoint:
+    """A raw ASGI endpoint for a `Route` (Starlette takes a plain function or bound method as a
+    request handler): the MCP gateways, which hand the request on to an MCP app."""
+
+    def __init__(self, handler: Callable[[Scope, Receive, Send], Any]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(scope, receive, send)

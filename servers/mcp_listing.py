@@ -1,19 +1,21 @@
-"""How an MCP endpoint presents a domain side's tools: titles, annotation hints, the listing.
+"""How an MCP endpoint presents tools: names, titles, annotation hints, the listing.
 
 One place for what both ways of answering an MCP request say about tools: the FastMCP servers
-(`tau_mcp.servers.mcp_tools`) and the short path for the hot requests (`tau_mcp.servers.fast_calls`), which
-answers `tools/list` with the same result FastMCP gives (`tests/test_fast_calls.py` compares
-them) without importing FastMCP at all. The texts themselves come from the engine's tool
-listing; annotation hints from the engine's tool kinds.
+(assembled by `tau_mcp.servers.mcp_assembly` from `ListedTool`s) and the short path for the hot
+requests (`tau_mcp.servers.fast_calls`), which answers `tools/list` with the same result FastMCP
+gives (`tests/test_fast_calls.py` compares them) without importing FastMCP at all. The texts
+themselves come from the engine's tool listing; annotation hints from the engine's tool kinds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.tool_listing import Side
-from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.engine.tool_listing import ToolListing
+from tau_mcp.servers.engine.toolkit import Side, ToolSpec
+from tau_mcp.servers.mcp_protocol import SERVER_INFO_META
 from tau_mcp.servers.surfaces import Surface
 
 TAU2 = "tau2"
@@ -59,6 +61,39 @@ def annotation_hints(spec: ToolSpec) -> dict[str, bool]:
     }
 
 
+@dataclass(frozen=True)
+class ListedTool:
+    """One tool as an MCP endpoint lists it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    hints: dict[str, bool]  # MCP tool annotations, wire names
+
+    @property
+    def title(self) -> str:
+        return tool_title(self.name)
+
+    def wire(self) -> dict[str, Any]:
+        """Its entry in a `tools/list` result, as FastMCP's modern transport writes it."""
+        return {
+            "_meta": {"fastmcp": {"tags": []}},
+            "annotations": self.hints,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "name": self.name,
+            "title": self.title,
+        }
+
+
+def listed_tools(listing: ToolListing) -> list[ListedTool]:
+    """The engine's listing of a side as an MCP endpoint lists it, in order."""
+    return [
+        ListedTool(spec.name, spec.description, spec.input_schema, annotation_hints(spec))
+        for spec in listing.tools
+    ]
+
+
 def tools_list_result(
     surface: Surface,
     domain: Domain,
@@ -69,21 +104,11 @@ def tools_list_result(
     """The `tools/list` result of a (domain, side, retrieval config) endpoint of `surface`, as
     FastMCP's modern transport gives it for the servers `tau_mcp.servers.mcp_tools.build_mcp_server`
     builds."""
-    tools = [
-        {
-            "_meta": {"fastmcp": {"tags": []}},
-            "annotations": annotation_hints(spec),
-            "description": spec.description,
-            "inputSchema": spec.input_schema,
-            "name": spec.name,
-            "title": tool_title(spec.name),
-        }
-        for spec in surface.tools(domain, side, variant).tools
-    ]
+    listing = surface.tools(domain, side, variant)
     return {
         "cacheScope": "private",
         "resultType": "complete",
-        "tools": tools,
+        "tools": [tool.wire() for tool in listed_tools(listing)],
         "ttlMs": 0,
-        "_meta": {"io.modelcontextprotocol/serverInfo": server_info},
+        "_meta": {SERVER_INFO_META: server_info},
     }

@@ -13,12 +13,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from tau_mcp.servers.mcp_protocol import LEGACY_VERSION, MODERN_VERSION
 from tau_mcp.servers.surfaces import ShownTool, as_shown
 
 PROBE_ORIGIN = "http://probe.invalid"
 PROBE_HOST = "probe.invalid"
-MODERN = "2026-07-28"
-LEGACY = "2025-06-18"
 _ACCEPT = "application/json, text/event-stream"
 
 
@@ -61,7 +60,7 @@ async def listed_tools_as_ep(
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": info},
+        "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": info},
     }
     headers = {"accept": _ACCEPT}
     async with _http_client(app) as http:
@@ -69,7 +68,7 @@ async def listed_tools_as_ep(
         if opened.status_code != 200:
             raise RuntimeError(f"initialize at {path} answered {opened.status_code}: {opened.text}")
         headers |= {"mcp-session-id": opened.headers["mcp-session-id"]}
-        headers |= {"mcp-protocol-version": LEGACY}
+        headers |= {"mcp-protocol-version": LEGACY_VERSION}
         await http.post(
             path, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
         )
@@ -80,7 +79,7 @@ async def listed_tools_as_ep(
     return [as_shown(t["name"], t.get("description") or "", t.get("inputSchema")) for t in tools]
 
 
-async def listed_tools(app: Any, path: str, mode: str = MODERN) -> list[ShownTool]:
+async def listed_tools(app: Any, path: str, mode: str = MODERN_VERSION) -> list[ShownTool]:
     """The tools an MCP client at `path` of the running in-process `app` is shown, in order."""
     from functools import partial
 

@@ -13,6 +13,7 @@ import logging
 
 from starlette.types import Message, Send
 
+from tau_mcp.servers import compat
 from tau_mcp.servers.engine.episode import Episode
 
 log = logging.getLogger("tau.server")
@@ -46,33 +47,12 @@ def track(episode: Episode, mcp_app: object, method: str, transport_id: str | No
     return noting_send
 
 
-def session_manager_of(mcp_app: object) -> object | None:
-    """The MCP library's session manager behind a FastMCP HTTP app (set by its lifespan on the
-    endpoint of the app's MCP route)."""
-    for route in getattr(mcp_app, "routes", []):
-        endpoint = getattr(route, "endpoint", None) or getattr(route, "app", None)
-        for candidate in (endpoint, getattr(endpoint, "app", None)):
-            manager = getattr(candidate, "session_manager", None)
-            if manager is not None:
-                return manager
-    return None
-
-
 async def end_sessions(episode: Episode) -> int:
     """Terminate the MCP sessions still open on the episode's endpoints; how many were."""
     ended = 0
     for transport_id, mcp_app in list(_sessions(episode).items()):
-        manager = session_manager_of(mcp_app)
-        transport = getattr(manager, "_server_instances", {}).get(transport_id)
-        if transport is None:
-            continue
         try:
-            discard = getattr(manager, "_discard_session", None)
-            if discard is not None:
-                await discard(transport_id, transport)
-            else:
-                await transport.terminate()
-            ended += 1
+            ended += await compat.end_session(mcp_app, transport_id)
         except Exception:  # noqa: BLE001 - a session that fails to close must not fail the DELETE
             log.warning("could not end MCP session %s", transport_id, exc_info=True)
     _sessions(episode).clear()

@@ -13,9 +13,11 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 
+from tau_mcp.servers import compat
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import EpisodeStore, Side
+from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.mcp_tools import build_mcp_server
 from tau_mcp.servers.stdio_drain import serve_until_answered
 from tau_mcp.servers.stdio_guard import guard_stdio_server
@@ -61,39 +63,24 @@ def build_stdio_server(
     return build_mcp_server(domain, side, lambda: episode, STDIO, variant=variant_name(variant))
 
 
-def run_stdio(
-    domain_name: str,
-    side: Side = "agent",
-    task_id: str | None = None,
-    data_dir: str | Path | None = None,
-    retrieval_config: str | None = None,
-    retrieval_kwargs: dict[str, Any] | None = None,
-) -> None:
+def run_stdio(domain_name: str, side: Side = "agent", **options: Any) -> None:
+    """Serve the server `build_stdio_server(domain_name, side, **options)` builds on stdin and
+    stdout, logging to stderr."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    server = build_stdio_server(
-        domain_name, side, task_id, data_dir, retrieval_config, retrieval_kwargs
-    )
-    anyio.run(_serve_stdio, server)
+    anyio.run(_serve_stdio, build_stdio_server(domain_name, side, **options))
 
 
 async def _serve_stdio(server: FastMCP) -> None:
-    """fastmcp's stdio runner (lifespan, transport context), with a relay that answers the
-    requests in flight when stdin closes (servers/stdio_drain.py), reading stdin through the
-    guard that answers unreadable lines with a JSON-RPC error (servers/stdio_guard.py). It
-    reaches into fastmcp's `_lifespan_manager` and `_mcp_server`, which its own runner uses;
-    fastmcp is pinned."""
-    from fastmcp.server.context import reset_transport, set_transport
+    """fastmcp's stdio runner (lifespan, transport context: `compat.stdio_session`), with a
+    relay that answers the requests in flight when stdin closes (servers/stdio_drain.py),
+    reading stdin through the guard that answers unreadable lines with a JSON-RPC error
+    (servers/stdio_guard.py)."""
     from mcp.server.stdio import stdio_server
 
-    token = set_transport("stdio")
-    try:
-        async with server._lifespan_manager():
-            async with guard_stdio_server(stdio_server)() as (read_stream, write_stream):
-                low_level = server._mcp_server
-                await serve_until_answered(
-                    low_level, read_stream, write_stream, low_level.create_initialization_options()
-                )
-    finally:
-        reset_transport(token)
+    async with compat.stdio_session(server) as low_level:
+        async with guard_stdio_server(stdio_server)() as (read_stream, write_stream):
+            await serve_until_answered(
+                low_level, read_stream, write_stream, low_level.create_initialization_options()
+            )

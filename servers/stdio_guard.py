@@ -19,9 +19,9 @@ from io import TextIOWrapper
 
 import anyio
 import mcp_types as types
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
+from tau_mcp.servers import compat
 from tau_mcp.servers.guards import JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, jsonrpc_problem
 from tau_mcp.servers.limits import MAX_NUMBER_CHARS, json_text_problem
 
@@ -99,7 +99,7 @@ def guard_stdio_server(original):
             stdin = anyio.wrap_file(text)
         lines = _CheckedLines(stdin, answers)
         async with original(lines, stdout) as (read_stream, write_stream):
-            forward, filtered = create_context_streams[SessionMessage | Exception](0)
+            forward, filtered = compat.context_streams(0)
 
             async def pump() -> None:
                 async with forward:
@@ -126,13 +126,3 @@ def guard_stdio_server(original):
 
 def _unreadable(exc: Exception) -> types.JSONRPCError:
     return _error(None, JSONRPC_INVALID_REQUEST, f"not a valid JSON-RPC message ({exc})")
-
-
-def install() -> None:
-    """Make FastMCP's stdio runner use the guarded transport (this process only)."""
-    import fastmcp.server.mixins.transport as transport
-
-    if not getattr(transport.stdio_server, "__tau_guarded__", False):
-        guarded = guard_stdio_server(transport.stdio_server)
-        guarded.__tau_guarded__ = True  # type: ignore[attr-defined]
-        transport.stdio_server = guarded

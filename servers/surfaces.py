@@ -41,7 +41,8 @@ from typing import Any, Literal
 from tau_mcp.servers.engine import tool_listing as _listing
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode
-from tau_mcp.servers.engine.tool_listing import Side, ToolListing
+from tau_mcp.servers.engine.tool_listing import ToolListing
+from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.engine.variants import Variant
 
 View = Literal["agent", "user", "solo"]

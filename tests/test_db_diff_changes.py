@@ -20,10 +20,10 @@ from tau_mcp.grading import Grader
 from tau_mcp.grading.db_diff import diff_changes, diff_states, limited
 from tau_mcp.grading.gold import gold_changes_of, gold_episode
 from tau_mcp.harness.backends import EpisodeOptions
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.servers.domains.mock.models import Task as MockTask
 from tau_mcp.servers.engine.episode import Episode
 from tests.support.data import DEMO_DIR
+from tests.support.engine_backend import EngineBackend
 from tests.support.harness import load, mcp_backend
 from tests.support.server import serving
 

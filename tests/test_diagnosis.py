@@ -13,8 +13,8 @@ from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage, du
 from tau_mcp.grading import Grader
 from tau_mcp.grading.db_diff import diff_databases, diff_states
 from tau_mcp.grading.diagnosis import CATEGORIES, diagnose, diagnosis_of
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.servers.engine.tasks import Action, Task
+from tests.support.engine_backend import EngineBackend
 from tests.support.harness import load
 
 pytestmark = pytest.mark.needs_data("mock")

@@ -20,13 +20,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tau_mcp.grading import Grader
-from tau_mcp.grading.compare import comparable
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.harness.cli import app
 from tau_mcp.harness.evaluate import is_solo_run, regrade
 from tau_mcp.harness.results import load_results
 from tests.support.data import DATA_DIR
+from tests.support.engine_backend import EngineBackend
 from tests.support.harness import load
+from tests.support.verdicts import comparable
 
 pytestmark = pytest.mark.needs_data
 

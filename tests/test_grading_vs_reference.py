@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tau_mcp.grading import Grader
-from tau_mcp.grading.compare import comparable
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.harness.evaluate import regrade
+from tests.support.engine_backend import EngineBackend
 from tests.support.harness import load
+from tests.support.verdicts import comparable
 
 pytestmark = pytest.mark.needs_data
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tau_mcp.grading.compare import comparable
 from tau_mcp.harness.cli import app
 from tests.support.data import DEMO_DIR
+from tests.support.verdicts import comparable
 
 pytestmark = pytest.mark.e2e
 PROGRAM = Path(__file__).parent / "support" / "mcp_agent_program.py"

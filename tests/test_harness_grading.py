@@ -8,7 +8,6 @@ from tau_mcp.conversation.messages import ChatMessage, ToolCall
 from tau_mcp.grading import Grader
 from tau_mcp.grading.checks import check_actions, check_communication
 from tau_mcp.harness.agents import Agent
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.metrics import pass_hat_k, summarize
 from tau_mcp.harness.orchestrator import Limits, Orchestrator
@@ -16,6 +15,7 @@ from tau_mcp.harness.runner import Runner
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.tasks import Task
 from tests.support.data import DEMO_DIR
+from tests.support.engine_backend import EngineBackend
 from tests.support.harness import load
 
 

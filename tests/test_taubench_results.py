@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from tau_mcp.grading import Grader
-from tau_mcp.harness.convert_results import convert
 from tau_mcp.harness.evaluate import regrade
 from tau_mcp.harness.results import load_results
-from tau_mcp.harness.results_dir import LayoutError
-from tau_mcp.harness.results_layouts import detect, read, single_file_text
+from tau_mcp.harness.results.convert import convert
+from tau_mcp.harness.results.folder import LayoutError
+from tau_mcp.harness.results.layouts import detect, read, single_file_text
 from tests.support import taubench as tb
 from tests.support.harness import mcp_backend
 
@@ -91,5 +91,5 @@ def test_a_tau2_run_is_refused_in_the_original_layout_in_one_sentence(tmp_path: 
         "tasks": [],
         "simulations": [{"id": "s", "task_id": "create_task_1", "trial": 0, "messages": []}],
     }
-    with pytest.raises(LayoutError, match="only results of the τ-bench domains"):
+    with pytest.raises(LayoutError, match="only results of a τ-bench domain"):
         single_file_text(document, "tau-bench")

@@ -56,7 +56,7 @@ def test_run_py_options_are_run_config_fields() -> None:
     ("options", "message"),
     [
         ({"env": "retail", "domain": "airline"}, "env and domain disagree"),
-        ({"env": "shop"}, "env is one of retail, airline"),
+        ({"env": "shop"}, "env is one of airline, retail"),
         ({"domain": "mock", "model_provider": "openai"}, "model_provider goes with model"),
     ],
 )

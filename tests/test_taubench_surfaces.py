@@ -16,24 +16,16 @@ from typer.testing import CliRunner
 
 from tau_mcp.harness.cli import app
 from tau_mcp.harness.config import RunConfig
-from tau_mcp.harness.convert_results import convert
+from tau_mcp.harness.results.convert import convert
 from tau_mcp.harness.serve.host import hosted
 from tau_mcp.harness.serve.simulation import make_hub
-from tau_mcp.servers.domains import registry
 from tests.support import taubench as tb
 from tests.support.harness import mcp_backend
-from tests.support.taubench_cli import TAU_BENCH_DOMAINS
 
 pytestmark = pytest.mark.needs_data("taubench")
 
 TASK = "test_3"  # airline: two agent actions, no outputs
 cli = CliRunner()
-
-
-@pytest.fixture
-def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The τ-bench domains known by name for this test only (domain packs will register them)."""
-    monkeypatch.setattr(registry, "DOMAIN_NAMES", (*registry.DOMAIN_NAMES, *TAU_BENCH_DOMAINS))
 
 
 async def test_serve_an_outside_mcp_agent_plays_the_gold_plan() -> None:
@@ -68,7 +60,7 @@ async def test_serve_an_outside_mcp_agent_plays_the_gold_plan() -> None:
     assert sim["reward_info"]["original_reward_info"]["info"]["r_actions"] == 1.0
 
 
-def test_gymnasium_the_first_observation_is_the_customers(registered: None) -> None:
+def test_gymnasium_the_first_observation_is_the_customers() -> None:
     gym = pytest.importorskip("gymnasium", reason="gymnasium not installed")
     import tau_mcp.harness.integrations.gym  # noqa: F401 - registers the ids
     from tests.support.gym import gold_policy
@@ -117,7 +109,7 @@ async def test_the_eval_protocol_endpoint_grades_a_session() -> None:
     assert reward.json()["grade"]["reward_breakdown"]["DB"] == 1.0
 
 
-def test_reports_and_why_and_the_leaderboard_refusal(registered: None, tmp_path: Path) -> None:
+def test_reports_and_why_and_the_leaderboard_refusal(tmp_path: Path) -> None:
     source = tb.FIXTURES / "requests" / "retail_tool-calling_llm_t0-1-2" / "results.json"
     convert(source, "tau-mcp", tmp_path / "ours.json")
     graded = tmp_path / "graded.json"

@@ -3,8 +3,9 @@ domain, view and retrieval config it can run here, shows exactly the reference's
 (`tau2/reference_texts/tools/<domain>.json`: names, descriptions, input schemas, order; per
 retrieval config for banking_knowledge) when the data has them, else our own.
 
-The surfaces are not listed here: every module of the project is imported, each surface
-registers itself where it is built, and the test enumerates the registry. A surface that does
+The surfaces are not listed here: every module of the project is imported (and the tests' own
+engine-backed tool sessions, `tests/support/engine_backend.py`), each surface registers itself
+where it is built, and the test enumerates the registry. A surface that does
 not register cannot obtain a listing (only `servers/surfaces.py` reads the engine's listing
 function, checked below).
 """
@@ -29,7 +30,7 @@ from tau_mcp.harness.agents.llm_agent import SoloAgent
 from tau_mcp.harness.agents.stop_tool import solo_stop_tool
 from tau_mcp.harness.surface_probes import probe_task
 from tau_mcp.servers.app import ServerSettings, create_app
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+from tau_mcp.servers.domains.registry import domain_names, domain_spec, load_domains
 from tau_mcp.servers.engine.data import DEMO_DIR
 from tau_mcp.servers.engine.errors import DataError
 from tau_mcp.servers.engine.tool_listing import reference_tools_file, tool_listing
@@ -45,6 +46,7 @@ from tau_mcp.servers.surfaces import (
     listing_as_shown,
     surfaces,
 )
+from tests.support.engine_backend import ENGINE_SESSION
 from tests.support.server import DATA_DIR, InProcess, serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +55,7 @@ FOLDERS = ("servers", "harness", "simulator", "conversation")
 TOOLS_DIR = DATA_DIR / "tau2" / "reference_texts" / "tools"
 SIDES = ("agent", "user")
 LISTING_FUNCTIONS = ("tool_listing", "listing_for")
-ENGINE_SESSION_NAME = "engine backend tool session (tests)"
+ENGINE_SESSION_NAME = ENGINE_SESSION.name  # the tests' own surface (tests/support), imported above
 
 
 def _import_everything() -> dict[str, str]:
@@ -75,7 +77,7 @@ def _import_everything() -> dict[str, str]:
 
 MISSING_EXTRAS = _import_everything()
 SURFACES = {surface.name: surface for surface in surfaces()}
-REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
+REFERENCE_DOMAINS = [d for d in domain_names() if (TOOLS_DIR / f"{d}.json").is_file()]
 # The retrieval configs every surface runs here: the offline ones (no network, no sandbox) and
 # the shell ones (terminal_use*), which need only the bubblewrap sandbox and are skipped where it
 # cannot start. The others (embeddings, rerankers, alltools*) need a key and a network: every

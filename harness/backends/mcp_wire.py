@@ -20,11 +20,12 @@ from typing import Any
 from tau_mcp.conversation.tools import result_cost
 from tau_mcp.harness.backends.base import InfrastructureError, ToolInfo, ToolResult
 from tau_mcp.harness.backends.exchange import Exchange, Reply
-
-MODERN_VERSION = "2026-07-28"
-VERSION_META = "io.modelcontextprotocol/protocolVersion"
-CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
-CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+from tau_mcp.servers.mcp_protocol import (
+    CAPABILITIES_META,
+    CLIENT_INFO_META,
+    MODERN_VERSION,
+    VERSION_META,
+)
 
 _BASE_HEADERS = (
     (b"content-type", b"application/json"),

@@ -41,12 +41,12 @@ from tau_mcp.harness.cli.tau2_options import (
     read_extra_args,
     user_name,
 )
-from tau_mcp.harness.config import DEFAULT_SEED, ORIGINAL_ENVS, RunConfig
+from tau_mcp.harness.config import DEFAULT_SEED, RunConfig, original_env_domain
 from tau_mcp.harness.errors import ConfigError, ServerGone
-from tau_mcp.harness.metrics import INFRA, is_success
+from tau_mcp.harness.metrics import is_success
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.prompt_sets import help_defaults
-from tau_mcp.harness.results import ResultsError
+from tau_mcp.harness.results import ResultsError, SimulationRecord
 from tau_mcp.harness.review import ReviewSettings, check_mode
 from tau_mcp.harness.run_outcome import (
     INTERRUPTED_EXIT,
@@ -232,7 +232,7 @@ def run(
         "without asking (and refuses one written with other settings).",
     ),
     env: str = typer.Option(
-        None, "--env", help="τ-bench's spelling: retail or airline (tau-bench-retail, ...)."
+        None, "--env", help="τ-bench's spelling of --domain: NAME is the domain tau-bench-NAME."
     ),
     agent_strategy: str = typer.Option(
         None,
@@ -295,11 +295,13 @@ def run(
     if show_preset:
         fail("--show goes with --preset NAME")
     if env is not None:
-        if env not in ORIGINAL_ENVS:
-            fail(f"--env is one of {', '.join(ORIGINAL_ENVS)}, not '{env}'")
-        if domain and domain != ORIGINAL_ENVS[env]:
+        try:
+            named = original_env_domain(env)
+        except ValueError as exc:
+            fail(f"--{exc}")
+        if domain and domain != named:
             fail(f"--env {env} and --domain {domain} disagree")
-        domain = ORIGINAL_ENVS[env]
+        domain = named
     if not domain:
         fail(
             "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
@@ -413,7 +415,8 @@ def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
         fail(str(exc))
         return
     if show:
-        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"])
+        flags = presets.run_flags(ctx.command.params)
+        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"], flags)
         return
     run(**{**values, "ctx": ctx, "preset": None})
 
@@ -484,11 +487,11 @@ class ProgressBar:
             self.progress.console.print(line, markup=False, highlight=False)
         self.progress.update(self.bar, total=todo, visible=True)
 
-    def finished(self, record: dict[str, Any]) -> None:
+    def finished(self, record: SimulationRecord) -> None:
         assert self.progress is not None
-        if record.get("termination_reason") != INFRA:
+        if not record.infrastructure_error:
             self.graded += 1
-            self.passed += is_success((record.get("reward_info") or {}).get("reward"))
+            self.passed += is_success(record.reward)
         else:
             self.infra += 1
         rate = progress_rate(self.passed, self.graded, self.infra)

@@ -25,7 +25,8 @@ from tau_mcp.harness.cli.common import (
 from tau_mcp.harness.config import DEFAULT_SEED
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.preflight import check_models, models_called
-from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.results.lock import results_lock
+from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,
     AllowHostOpt,
@@ -38,7 +39,6 @@ from tau_mcp.servers.http_options import (
 )
 
 TOKEN_ENV = "TAU_HARNESS_TOKEN"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 log = logging.getLogger("tau.harness.serve")
 
 
@@ -156,7 +156,7 @@ def serve(
         )
     except ValueError as exc:
         fail(str(exc))
-    if host not in LOOPBACK and not token:
+    if host not in LOOPBACK_HOSTS and not token:
         log.warning("binding %s without a token: anyone who can reach this port can play", host)
 
     async def main() -> None:
@@ -164,7 +164,9 @@ def serve(
         from tau_mcp.harness.serve.simulation import make_hub
         from tau_mcp.servers.http_server import graceful_stop
 
-        loaded = load_domain(domain, config.data_dir, task_set=config.task_set_name)
+        loaded = load_domain(
+            domain, config.data_dir, task_set=config.task_set_name, domain_paths=config.domain_paths
+        )
         sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await open_backend(loaded, config.server, config.server_token)

@@ -39,39 +39,36 @@ from tau_mcp.harness.serve.simulation import (
 from tau_mcp.servers.auth import send_json_error
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
-from tau_mcp.servers.http_stack import HttpGuards, guarded_app, json_error, json_object_body
+from tau_mcp.servers.http_stack import (
+    AsgiEndpoint,
+    HttpGuards,
+    guarded_app,
+    json_error,
+    json_object_body,
+)
 from tau_mcp.servers.limits import id_field, json_utf8, trial_field
 from tau_mcp.servers.surfaces import ShownTool, View, register_surface, variant_name
 
 
-def channel_from_scope() -> MoveChannel:
-    from fastmcp.server.dependencies import get_http_request
+def simulation_from_scope() -> Simulation:
+    """The simulation the gateway put in the current MCP request's scope."""
+    from tau_mcp.servers.mcp_assembly import request_scope
 
-    simulation = get_http_request().scope.get("tau.simulation")
+    simulation = request_scope().get("tau.simulation")
     if simulation is None:  # pragma: no cover - the gateway always sets it
         raise LookupError("no simulation for this MCP request")
-    return simulation.channel
+    return simulation
+
+
+def channel_from_scope() -> MoveChannel:
+    return simulation_from_scope().channel
 
 
 def policy_from_scope() -> str:
     """The agent's policy in the simulation of the current request (its task's, for a
     retrieval config whose policy depends on the task)."""
-    from fastmcp.server.dependencies import get_http_request
-
-    simulation = get_http_request().scope.get("tau.simulation")
-    if simulation is None:  # pragma: no cover - the gateway always sets it
-        raise LookupError("no simulation for this MCP request")
+    simulation = simulation_from_scope()
     return simulation.runner.policy_for(simulation.task)
-
-
-class _Asgi:
-    """Marks a bound coroutine as a raw ASGI endpoint."""
-
-    def __init__(self, handler) -> None:
-        self.handler = handler
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(scope, receive, send)
 
 
 class ServeApp:
@@ -137,7 +134,7 @@ class ServeApp:
                 "trial": s.trial,
                 "status": s.status,
                 "mcp": s.mcp_path,
-                "reward": ((s.record or {}).get("reward_info") or {}).get("reward"),
+                "reward": s.record.reward if s.record is not None else None,
             }
             for s in self.hub.simulations.values()
         ]
@@ -168,8 +165,8 @@ class ServeApp:
             Route("/simulations", self.listing, methods=["GET"]),
             Route("/simulations/{simulation_id}", self.view, methods=["GET"]),
             Route("/simulations/{simulation_id}/end", self.end, methods=["POST"]),
-            Route("/simulations/{simulation_id}/mcp", _Asgi(self.gateway)),
-            Route("/simulations/{simulation_id}/mcp/", _Asgi(self.gateway)),
+            Route("/simulations/{simulation_id}/mcp", AsgiEndpoint(self.gateway)),
+            Route("/simulations/{simulation_id}/mcp/", AsgiEndpoint(self.gateway)),
         ]
         app = guarded_app(routes, guards, lifespan=self.lifespan)
         app.state.hub = self.hub

@@ -8,7 +8,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -26,10 +26,9 @@ from tau_mcp.servers.engine.ids import check_episode_id
 from tau_mcp.servers.engine.render import parse_output, render_error, render_result
 from tau_mcp.servers.engine.starts import freeze, thaw
 from tau_mcp.servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
-from tau_mcp.servers.engine.toolkit import Toolkit
+from tau_mcp.servers.engine.toolkit import Side, Toolkit
 from tau_mcp.servers.engine.variants import Variant
 
-Side = Literal["agent", "user"]
 # Attributes that say which episode this is rather than what state it is in.
 _IDENTITY = frozenset({"domain", "id", "task", "lock", "variant", "resources", "tool_cost"})
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}

@@ -31,11 +31,10 @@ from typing import Any, Literal
 from tau_mcp.servers.engine import data as datafiles
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import DataError
-from tau_mcp.servers.engine.toolkit import ToolSpec
+from tau_mcp.servers.engine.toolkit import Side, ToolSpec
 
 log = logging.getLogger("tau.engine")
 
-Side = Literal["agent", "user"]
 TextSource = Literal["reference", "own"]
 
 

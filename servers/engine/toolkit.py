@@ -19,9 +19,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol, get_type_hints
+from typing import Any, ClassVar, Literal, Protocol, get_type_hints
 
 from pydantic import TypeAdapter
+
+#: The two toolkits of a domain: the customer-service agent's and the simulated user's.
+Side = Literal["agent", "user"]
 
 
 class EpisodeServices(Protocol):

@@ -208,7 +208,7 @@ def command(run: Path, out: Path, init_calls: bool) -> list[str]:
     extra = ["--max-concurrency", "1", "--save-to", str(out), "--max-retries", "0"]
     if init_calls:
         extra.append("--user-init-calls")
-    return [sys.executable, "-m", "tests.support.taubench_cli", "run", *args, *extra]
+    return [sys.executable, "-m", "tau_mcp.harness", "run", *args, *extra]
 
 
 def check_run(
@@ -292,10 +292,8 @@ def check_run(
 def _results_diffs(recorded: list[dict[str, Any]], ours: Path) -> list[str]:
     """Our results written in the original's layout against the original's results file, its
     user cost aside (the original keeps the last user call's cost, we the sum)."""
-    from tau_mcp.harness.results_layouts import read, single_file_text
-    from tests.support.taubench_cli import register
+    from tau_mcp.harness.results.layouts import read, single_file_text
 
-    register()
     written = json.loads(single_file_text(read(ours), "tau-bench"))
 
     def key(result: dict[str, Any]) -> tuple[int, int]:

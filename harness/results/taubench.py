@@ -337,8 +337,7 @@ def _original_tasks(document: dict[str, Any]) -> dict[str, Any]:
     name = (info.get("environment_info") or {}).get("domain_name")
     if info.get("benchmark") != "tau-bench" or not isinstance(name, str):
         raise OriginalLayoutError(
-            "only results of the τ-bench domains (tau-bench-retail, tau-bench-airline) can be "
-            "written in the original τ-bench's layout"
+            "only results of a τ-bench domain can be written in the original τ-bench's layout"
         )
     domain = load_domain(name, None, ready="lazy")
     return {task_id: original_task(task) for task_id, task in domain.tasks.items()}

@@ -1,7 +1,9 @@
-"""The three layouts of a results file on disk, read and written without losing a byte.
+"""The layouts of a results file on disk, read and written without losing a byte.
 
-- `tau-mcp`: ours (`tau_mcp.harness.results.ResultsFile`): one JSON file, the header indented by one
-  space and each simulation serialized on its own, non-ASCII text escaped.
+- `tau-mcp`: ours: one JSON file, the header indented by one space and each simulation
+  serialized on its own (so a run appends one without rewriting the others), non-ASCII text
+  escaped. A run's `ResultsFile` and every whole-document writer (`evaluate`, `review`,
+  `convert-results`) use this module's writer, so they write the same bytes.
 - `json`: the reference's single file, as `tau2 run` writes it: two-space indent, non-ASCII
   escaped, top-level keys in the reference's order (timestamp, info, tasks, simulations,
   simulation_index, then any others).
@@ -10,9 +12,9 @@
   simulation, written as the reference's pydantic writer does (two-space indent, UTF-8 text,
   shortest float forms such as `1e-7`).
 - `tau-bench`: the original τ-bench's results file, a list of its results
-  (`tau_mcp.harness.results_taubench`, which reads it into our document and writes it back).
+  (`tau_mcp.harness.results.taubench`, which reads it into our document and writes it back).
 
-All three hold the same document. Converting is reading one layout and writing another, and a
+All four hold the same document. Converting is reading one layout and writing another, and a
 round trip gives back the same bytes for any file its own writer produced (every run's file,
 ours or the reference's). Two facts make that hold: the simulation index is derived data (a
 folder rebuilds it when written; read back into a single file it is dropped for our layout and
@@ -26,12 +28,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
-from tau_mcp.harness import results_taubench
 from tau_mcp.harness.redaction import redact_document
-from tau_mcp.harness.results import ResultsFile
-from tau_mcp.harness.results_dir import (
+from tau_mcp.harness.results import taubench as original
+from tau_mcp.harness.results.folder import (
     INDEX_KEY,
     META_FILE,
     SIMULATIONS_DIR,
@@ -77,9 +76,9 @@ def read(path: Path, task_split: str = "test") -> dict[str, Any]:
         return read_dir(path)
     data = read_json(Path(path))
     if layout == "tau-bench":
-        if not results_taubench.is_original(data):
+        if not original.is_original(data):
             raise LayoutError(f"{path} is not a results file (a list, but not of τ-bench results)")
-        return results_taubench.from_original(data, task_split)
+        return original.from_original(data, task_split)
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise LayoutError(f"{path} is not a results file (no list of simulations)")
     return data
@@ -88,16 +87,26 @@ def read(path: Path, task_split: str = "test") -> dict[str, Any]:
 # --- writing ---------------------------------------------------------------------------------
 
 
-def tau_mcp_text(document: dict[str, Any]) -> str:
-    """Our layout, by our results writer itself."""
-    document = redact_document(document)  # as every writer: no key reaches the file
-    results = ResultsFile(None, {}, [])
-    results.header = {k: v for k, v in document.items() if k != "simulations"}
-    if not results.header:
+def serialize_simulation(simulation: dict[str, Any]) -> str:
+    """One simulation as our layout holds it (a run serializes each once, as it finishes)."""
+    return json.dumps(simulation, indent=1, default=str)
+
+
+def ours_text(header: dict[str, Any], serialized: list[str]) -> str:
+    """Our layout: the header (everything but the simulations, in its order), then the
+    simulations, each as `serialize_simulation` wrote it."""
+    head = json.dumps(header, indent=1, default=str)
+    if not head.endswith("\n}"):
         raise LayoutError("a results file needs a header (info, tasks) besides its simulations")
-    for sim in document["simulations"]:
-        results.add(sim, save=False)
-    return results.text()
+    body = ",\n".join(serialized)
+    return f'{head[:-2]},\n "simulations": [\n{body}\n ]\n}}\n'
+
+
+def tau_mcp_text(document: dict[str, Any]) -> str:
+    """A whole document in our layout (keys redacted, as every writer redacts them)."""
+    document = redact_document(document)
+    header = {k: v for k, v in document.items() if k != "simulations"}
+    return ours_text(header, [serialize_simulation(sim) for sim in document["simulations"]])
 
 
 def _reference_order(document: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +137,8 @@ def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def dir_files(document: dict[str, Any]) -> dict[str, bytes]:
     """The reference's folder layout: relative path -> bytes (keys redacted)."""
+    import orjson  # the reference's float forms; only converting needs it, not every run
+
     document = redact_document(document)
     meta = {k: v for k, v in _reference_order(document).items() if k != "simulations"}
     meta[INDEX_KEY] = simulation_index(document["simulations"])
@@ -166,7 +177,7 @@ def single_file_text(document: dict[str, Any], layout: Layout) -> str:
         return json_text(document)
     if layout == "tau-bench":
         try:
-            return results_taubench.original_layout_text(redact_document(document))
-        except results_taubench.OriginalLayoutError as exc:
+            return original.original_layout_text(redact_document(document))
+        except original.OriginalLayoutError as exc:
             raise LayoutError(str(exc)) from None
     raise LayoutError(f"{layout} is not a single-file layout")

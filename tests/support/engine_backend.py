@@ -1,6 +1,7 @@
 """The backend interface served straight from the engine, with no HTTP or MCP in between.
 
-Used by fast unit tests of orchestration and grading; real runs go through `HttpBackend`.
+Used by fast unit tests of orchestration and grading; real runs go through `HttpBackend`. Its
+tool sessions are a registered surface, checked by tests/test_tool_listing.py like every other.
 """
 
 from __future__ import annotations
