@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tau_mcp.harness.cli import app
+from tests.support import taubench as tb
 
 pytestmark = pytest.mark.needs_data("taubench")
 
@@ -26,10 +27,18 @@ EXPECTED = {
 TASKS = {"tau-bench-airline": 50, "tau-bench-retail": 635}
 
 
-def test_the_domains_are_listed() -> None:
+def test_the_domains_are_listed_and_shown() -> None:
     shown = CliRunner().invoke(app, ["domains"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
     assert "tau-bench-retail" in shown.output and "tau-bench-airline" in shown.output
+    about = CliRunner().invoke(
+        app, ["domain", "tau-bench-airline", "--no-policy"], env={"COLUMNS": "200"}
+    )
+    assert about.exit_code == 0, about.output
+    assert "50 tasks; splits: test" in about.output and "book_reservation(" in about.output
+    assert str(tb.TAUBENCH_DIR / "taubench" / "domains" / "airline") in about.output.replace(
+        "\n", ""
+    )
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))

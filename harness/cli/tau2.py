@@ -215,7 +215,7 @@ def domain_doc(
         )
     except (EngineError, ValueError) as exc:
         fail(str(exc))
-    console.rule(f"{name} ({domain.data_dir})")
+    console.rule(f"{name} ({domain.folder})")  # its own data (a pack's, τ-bench's) or tau2's
     console.print(f"{len(domain.tasks)} tasks; splits: {', '.join(domain_splits(domain)) or '-'}")
     task_sets = [name for name, file in domain.task_sets().items() if file is not None]
     if task_sets:
