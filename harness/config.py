@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tau_mcp.grading import Judge
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tau_mcp.harness.prompt_sets import OUTSIDE_AGENTS
 from tau_mcp.harness.review import ReviewSettings
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
@@ -111,6 +112,10 @@ class RunConfig(BaseModel):
     agent: str = "llm"
     #: With agent "cmd": the program run per simulation against its MCP endpoint (docs/serve.md).
     agent_cmd: str | None = None
+    #: A label for an agent that is not ours (agent "cmd", or serve's "mcp"), recorded in the
+    #: results header (`agent_info.name`) and shown wherever the run is named: the harness
+    #: calls no model for such an agent, so it records none.
+    agent_name: str | None = None
     agent_llm: str | None = None
     #: None: the prompt set's defaults; a dict replaces them (see harness.prompt_sets).
     agent_llm_args: dict[str, Any] | None = None
@@ -191,6 +196,18 @@ class RunConfig(BaseModel):
                 )
         elif self.agent_cmd:
             raise ValueError("--agent-cmd goes with --agent cmd")
+        if self.agent in OUTSIDE_AGENTS:
+            given = "--agent-llm" if self.agent_llm else "--agent-llm-args"
+            if self.agent_llm or self.agent_llm_args is not None:
+                raise ValueError(
+                    f"{given} sets the model of an agent of ours; the {self.agent} agent is "
+                    "not ours and no model is called for it: name it with --agent-name instead"
+                )
+        elif self.agent_name is not None:
+            raise ValueError(
+                "--agent-name labels an agent that is not ours (--agent cmd, tau-harness serve); "
+                f"the {self.agent} agent is named by its model"
+            )
         return self
 
     # --- derived --------------------------------------------------------------------------------

@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 OWN_SET = "tau-mcp"
 REFERENCE_SET = "reference"
 OWN_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
+#: Agents that are not ours: a program run per simulation (`run --agent cmd`) and whoever plays
+#: a `tau-harness serve` simulation. The harness calls no model for them, so none is recorded.
+OUTSIDE_AGENTS = frozenset({"cmd", "mcp"})
 #: Agents that take no model.
-MODEL_FREE_AGENTS = {"oracle"}
+MODEL_FREE_AGENTS = frozenset({"oracle"}) | OUTSIDE_AGENTS
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,34 @@ def redact(value: Any, secrets: list[str] | None = None) -> Any:
     return _walk(value, secrets)
 
 
+# A secret-named setting on a command line: `NAME=value` (an environment assignment, an
+# `--option=value`), `--option value`, or an authorization header's credential.
+_ASSIGNED = re.compile(r"(?P<name>[-\w.]+)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\";|&]+)")
+_OPTION = re.compile(r"(?P<name>--?[A-Za-z][-\w]*)\s+(?P<value>'[^']*'|\"[^\"]*\"|[^-\s][^\s;|&]*)")
+_BEARER = re.compile(r"(?i)\b(?P<name>bearer|basic|token)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
+_VARIABLE = re.compile(r"[\"']?\$\{?\w+\}?[\"']?")  # `$TOKEN`, `"${TOKEN}"`: a reference, no key
+
+
+def redact_command(command: str) -> str:
+    """A shell command as it may be recorded or shown: the values of secret-named settings
+    (`OPENAI_API_KEY=...`, `--api-key ...`, `--token=...`, a bearer credential) replaced by
+    `[redacted]`, and remembered so that they are redacted wherever else they appear (the
+    program's output); then every secret in play, by value."""
+
+    def hide(match: re.Match[str]) -> str:
+        name, value = match["name"], match["value"]
+        if match.re is not _BEARER and not is_secret_name(name.lstrip("-")):
+            return match[0]
+        if _VARIABLE.fullmatch(value):
+            return match[0]
+        remember(value.strip("'\""))
+        return match[0][: match.start("value") - match.start()] + REDACTED
+
+    for pattern in (_ASSIGNED, _OPTION, _BEARER):
+        command = pattern.sub(hide, command)
+    return redact_text(command)
+
+
 def redact_args(args: Any) -> Any:
     """Model arguments as they may be recorded: secret-named values (and every header value)
     replaced by name, whatever their value; other values kept (numbers, booleans as they are)."""

@@ -89,6 +89,12 @@ def run(
     agent_cmd: str = typer.Option(
         None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
     ),
+    outside_agent_name: str = typer.Option(
+        None,
+        "--agent-name",
+        help="With --agent cmd: a label for the program's agent (e.g. the model it runs), "
+        "recorded and shown in place of a model (none of ours is called).",
+    ),
     timeout: float = typer.Option(
         None,
         "--timeout",
@@ -254,6 +260,7 @@ def run(
             task_set_name=task_set_name,
             agent=agent,
             agent_cmd=agent_cmd,
+            agent_name=outside_agent_name,
             agent_llm=agent_llm,
             agent_llm_args=llm_args_option("--agent-llm-args", agent_llm_args),
             user=user,
@@ -301,7 +308,8 @@ def run(
     print_summary(
         console,
         results.simulations,
-        f"{config.domain}: {config.agent} agent, {config.user} user",
+        f"{config.domain}: {config.agent} agent{f' ({config.agent_name})' if config.agent_name else ''}, "
+        f"{config.user} user",
         info=results.header["info"],
         label=str(config.save_to or "run"),
     )

@@ -93,6 +93,12 @@ def serve(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
+    agent_name: str = typer.Option(
+        None,
+        "--agent-name",
+        help="A label for the outside agent that plays (e.g. claude-code), recorded in the "
+        "results header and shown in place of a model.",
+    ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from tau_mcp.conversation.llm import DEFAULT_LLM
@@ -115,6 +121,7 @@ def serve(
             data_dir=data_dir,
             task_set_name=task_set_name,
             agent="mcp",
+            agent_name=agent_name,
             user=user,
             user_llm=user_llm,
             user_llm_args=json_arg("--user-llm-args", user_llm_args),

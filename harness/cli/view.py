@@ -14,6 +14,7 @@ from tau_mcp.harness.report import (
     simulations_table,
     task_rates_table,
 )
+from tau_mcp.harness.report.summary import agent_label, settings_of
 from tau_mcp.harness.results import ResultsError, load_results
 
 
@@ -146,11 +147,7 @@ def list_results(folder: Path) -> None:
         table.add_row(
             path.name,
             str((info.get("environment_info") or {}).get("domain_name") or "-"),
-            str(
-                (info.get("agent_info") or {}).get("llm")
-                or (info.get("agent_info") or {}).get("implementation")
-                or "-"
-            ),
+            str(agent_label(settings_of(document)) or "-"),
             str((info.get("user_info") or {}).get("implementation") or "-"),
             str(len(document["simulations"])),
             "-" if pass_1 is None else f"{pass_1:.1%}",

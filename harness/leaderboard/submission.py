@@ -149,7 +149,8 @@ def defaults(runs: list[Run], today: dt.date | None = None) -> Metadata:
     today = today or dt.date.today()
     first = runs[0]
     return Metadata(
-        model_name=first.side("agent")["llm"],
+        # an outside agent records no model; its label (--agent-name) names it, if given
+        model_name=first.side("agent")["llm"] or (first.info.get("agent_info") or {}).get("name"),
         model_organization=PLACEHOLDER_ORGANIZATION,
         is_new=True,
         submission_type="standard",

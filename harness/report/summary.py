@@ -54,6 +54,8 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
         "agent": agent.get("implementation"),
         "agent_llm": agent.get("llm"),
         "agent_llm_args": agent.get("llm_args"),
+        "agent_name": agent.get("name"),
+        "agent_command": agent.get("command"),
         "user": user.get("implementation"),
         "user_llm": user.get("llm"),
         "user_llm_args": user.get("llm_args"),
@@ -66,9 +68,20 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def agent_label(settings: dict[str, Any]) -> str | None:
+    """Who played the agent, as readers name a run: an outside agent's label (`--agent-name`),
+    else its command, else the model the harness called, else the agent's implementation."""
+    if settings.get("agent_name"):
+        return str(settings["agent_name"])
+    command = settings.get("agent_command")
+    if command:
+        command = " ".join(str(command).split())
+        return f"cmd: {command if len(command) <= 40 else command[:37] + '...'}"
+    return settings.get("agent_llm") or settings.get("agent")
+
+
 def _label(settings: dict[str, Any], path: Path) -> str:
-    who = settings.get("agent_llm") or settings.get("agent") or "run"
-    return f"{who} ({path.stem})"
+    return f"{agent_label(settings) or 'run'} ({path.stem})"
 
 
 def _mean(values: list[float]) -> float | None:
