@@ -60,10 +60,11 @@ async def open_backend(
     domain: Domain, server: str | None = None, token: str | None = None
 ) -> EpisodeBackend:
     """The backend a run's episodes live on: the running `tau-server` at the URL `server`
-    (checked to serve the domain), else the server app in this process, with no socket."""
+    (checked to serve the domain; told, with each episode, the task set `domain` is bound to),
+    else the server app in this process, with no socket."""
     from tau_mcp.harness.backends.http import in_process_backend, remote_backend
 
     redaction.remember(token)  # never written or printed (see harness.redaction)
     if server:
-        return await remote_backend(server, token, domain.name)
+        return await remote_backend(server, token, domain.name, domain.task_set)
     return await in_process_backend({domain.name: domain}, token)
