@@ -289,7 +289,7 @@ def test_a_key_cut_by_the_output_tail_leaves_no_part_behind(tmp_path: Path) -> N
     from tau_mcp.harness.serve.command import OUTPUT_TAIL
 
     program = (
-        f"{sys.executable} -c \"import os, sys; "
+        f'{sys.executable} -c "import os, sys; '
         f"sys.stdout.write('x' * 3000 + os.environ['MY_SERVICE_TOKEN'] + 'y' * {OUTPUT_TAIL - 10})\""
     )
     save_to = tmp_path / "cut.json"
