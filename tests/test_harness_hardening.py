@@ -27,6 +27,7 @@ from tau_mcp.harness.results.lock import ResultsLocked, lock_path, results_lock
 from tau_mcp.harness.results.resume import differences
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer
+from tests.support.signals import interruptible
 
 cli = CliRunner()
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
@@ -85,6 +86,7 @@ def _start(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible(),
     )
 
 

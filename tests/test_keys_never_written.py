@@ -27,6 +27,7 @@ from tau_mcp.harness.results import ResultsFile, load_results
 from tests.support.data import DATA_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, echo_key, text
 from tests.support.server import free_port, real_server
+from tests.support.signals import interruptible
 
 pytestmark = [pytest.mark.needs_data("mock"), pytest.mark.e2e]
 
@@ -349,6 +350,7 @@ def test_serve_save_to_answers_and_logs_hold_no_key(fake, tmp_path: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible(),
     )
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     answers = []
