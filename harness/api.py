@@ -24,7 +24,9 @@ written; a stopped tau-server raises `ServerGone`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
@@ -40,7 +42,7 @@ from tau_mcp.harness.wiring import load_domain, open_backend
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 
-__all__ = ["RunWatcher", "run", "simulations_for", "start_notes"]
+__all__ = ["RunStopped", "RunWatcher", "run", "simulations_for", "start_notes", "until_stopped"]
 
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 
@@ -68,7 +70,45 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
         raise ConfigError(str(exc)) from None
     if config.ray is None and config.workers is not None and config.workers != 1:
         return _run_with_workers(config, domain, watcher)
-    return asyncio.run(_run(config, domain, watcher))
+    return until_stopped(_run(config, domain, watcher))
+
+
+class RunStopped(KeyboardInterrupt):
+    """The run was stopped by SIGTERM, as Ctrl-C stops it (KeyboardInterrupt): the simulations
+    in flight were cancelled and the results file holds every finished one."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def until_stopped(main: Coroutine[Any, Any, ResultsFile]) -> ResultsFile:
+    """`asyncio.run(main)`, with SIGTERM (in the main thread) stopping the run the way Ctrl-C
+    does: asyncio's runner cancels the main task on SIGINT and raises KeyboardInterrupt; on
+    SIGTERM the task is cancelled too and RunStopped is raised. Either way the batch folds its
+    journal into the results file on the way out (`Runner.run`)."""
+    received: list[int] = []
+
+    async def stoppable() -> ResultsFile:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        handled = threading.current_thread() is threading.main_thread()
+        if handled:
+            loop.add_signal_handler(
+                signal.SIGTERM, lambda: (received.append(signal.SIGTERM), task.cancel())
+            )
+        try:
+            return await main
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(stoppable())
+    except asyncio.CancelledError:
+        if received:
+            raise RunStopped(received[0]) from None
+        raise
 
 
 def simulations_for(backend: EpisodeBackend, domain: Domain, config: RunConfig) -> SimulationRunner:
@@ -144,7 +184,7 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
         config.workers or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials
     )
     if count <= 1:  # nothing to share out: the usual single-process run
-        return asyncio.run(_run(config, domain, watcher))
+        return until_stopped(_run(config, domain, watcher))
     # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
     # no worker imports it again, and a missing key is one sentence with no results file.
     check_models(
@@ -159,7 +199,7 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
         provider_limits=config.provider_limits or {},
     )
     try:
-        return asyncio.run(_drive(Runner(simulations, pool), config, watcher))
+        return until_stopped(_drive(Runner(simulations, pool), config, watcher))
     finally:
         pool.close()
 

@@ -116,11 +116,16 @@ class Runner:
         try:
             async with self.executor.running():
                 await gather_or_cancel(*(one(task, trial) for task, trial in todo))
-        except ConfigError:
-            # The run could not start for real (say, a model's key is missing, found as the
-            # first request went out): a file this run created holds nothing worth keeping.
-            if fresh and not results.simulations:
+        except BaseException as stopped:
+            if isinstance(stopped, ConfigError) and fresh and not results.simulations:
+                # The run could not start for real (say, a model's key is missing, found as
+                # the first request went out): a file this run created holds nothing worth
+                # keeping.
                 results.discard()
+            else:
+                # Stopped part-way (Ctrl-C, SIGTERM, a dead server): every finished simulation
+                # goes into the file itself, so the file alone holds what the run says it kept.
+                results.fold()
             raise
         results.finish()
         return results

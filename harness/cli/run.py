@@ -49,8 +49,8 @@ from tau_mcp.harness.prompt_sets import help_defaults
 from tau_mcp.harness.results import ResultsError, SimulationRecord
 from tau_mcp.harness.review import ReviewSettings, check_mode
 from tau_mcp.harness.run_outcome import (
-    INTERRUPTED_EXIT,
     infra_failure_message,
+    interrupted_exit,
     interrupted_message,
     progress_rate,
     stopped_message,
@@ -300,9 +300,9 @@ def run(
         fail(stopped_message(str(exc), config.save_to))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stopped:  # Ctrl-C, or SIGTERM (RunStopped)
         typer.echo(interrupted_message(config.save_to), err=True)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+        raise typer.Exit(interrupted_exit(stopped)) from None
     from tau_mcp.harness.report import print_summary  # its modules are needed once, at the end
 
     print_summary(
