@@ -101,6 +101,27 @@ def secret_values(args: Any) -> set[str]:
     return {value for value in found if len(value) >= MIN_LENGTH}
 
 
+def literal_secret_names(args: Any, where: str = "") -> list[str]:
+    """The places in model arguments that hold a key written out (at least MIN_LENGTH long, not
+    an `os.environ/NAME` reference): `api_key`, `extra_headers.Authorization`, ..."""
+    found: list[str] = []
+    if isinstance(args, dict):
+        for name, value in args.items():
+            place = f"{where}{name}"
+            if is_secret_name(name) or name in HEADER_ARGS:
+                if any(
+                    len(text) >= MIN_LENGTH and not text.startswith(ENV_PREFIX)
+                    for text in _strings(value)
+                ):
+                    found.append(place)
+            else:
+                found += literal_secret_names(value, f"{place}.")
+    elif isinstance(args, list | tuple):
+        for item in args:
+            found += literal_secret_names(item, where)
+    return found
+
+
 def remember(*values: str | None) -> None:
     """Secrets to redact by value from now on in this process (tokens, keys)."""
     for value in values:

@@ -25,12 +25,15 @@ from tau_mcp.harness.cli.common import (
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     REVIEW_LLM_HELP,
+    SERVER_TOKEN_FILE_HELP,
+    SERVER_TOKEN_HELP,
     TASK_SET_HELP,
     console,
     fail,
     json_arg,
     llm_args_option,
     retrieval_kwargs_option,
+    server_token_option,
 )
 from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.cli.tau2_options import (
@@ -165,8 +168,9 @@ def run(
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(
-        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token."
+    server_token: str = typer.Option(None, "--server-token", help=SERVER_TOKEN_HELP),
+    server_token_file: Path = typer.Option(
+        None, "--server-token-file", help=SERVER_TOKEN_FILE_HELP
     ),
     save_to: Path = typer.Option(
         None,
@@ -286,7 +290,7 @@ def run(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
             server=server,
-            server_token=server_token,
+            server_token=server_token_option(server_token, server_token_file),
             workers=workers,
             ray=ray,
             provider_limits=provider_limit,
