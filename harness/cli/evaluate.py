@@ -107,7 +107,13 @@ def evaluate(
     except KeyboardInterrupt:
         typer.echo(f"interrupted; nothing was written to {save_to}", err=True)
         raise typer.Exit(INTERRUPTED_EXIT) from None
-    print_summary(console, graded["simulations"], f"{domain}: re-graded {input.name}")
+    print_summary(
+        console,
+        graded["simulations"],
+        f"{domain}: re-graded {input.name}",
+        info=graded.get("info"),
+        label=str(save_to),
+    )
     console.print(f"re-graded results saved to {save_to}")
 
 

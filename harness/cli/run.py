@@ -236,7 +236,9 @@ def run(
         fail("--show goes with --preset NAME")
     if not domain:
         fail(
-            "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
+            f"--domain is required (one of {DOMAIN_HELP.rstrip('.')}; `tau-harness domain NAME` "
+            "describes one, `tau-harness run --help` shows every option), or a --preset that "
+            "sets it"
         )
     try:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land

@@ -107,8 +107,13 @@ def view(
     for file, document in loaded:
         sims = document["simulations"]
         print_summary(console, sims, f"{file.name}", info=document.get("info"), label=str(file))
-        console.print(task_rates_table(sims))
-        console.print(simulations_table(kept(sims)))
+        shown = kept(sims)
+        # with a filter, the task table keeps the tasks of the simulations shown (each with
+        # all its trials counted), so a task that always passed is not listed
+        filtered = only_failed or only_all_failed
+        tasks = {str(s.get("task_id")) for s in shown} if filtered else None
+        console.print(task_rates_table(sims, tasks))
+        console.print(simulations_table(shown))
 
 
 def all_failed(sims: list[dict[str, Any]]) -> list[dict[str, Any]]:
