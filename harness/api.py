@@ -30,15 +30,22 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from tau_mcp.conversation.llm import set_request_gate
+from tau_mcp.conversation.llm import litellm_module, set_request_gate
+from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.preflight import check_models, first_request_check, models_called
+from tau_mcp.harness.preflight import (
+    check_known,
+    check_models,
+    first_request_check,
+    models_called,
+)
+from tau_mcp.harness.prompt_sets import with_llm_defaults
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.harness.wiring import load_domain, open_backend
+from tau_mcp.harness.wiring import load_domain, load_now, open_backend
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 
@@ -65,7 +72,11 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
     and return the results: `.header` and `.simulations`. Blocks; call it where no event loop
     runs (a notebook's loop: run it in a thread)."""
     try:
-        domain = load_domain(config.domain, config.data_dir, task_set=config.task_set_name)
+        domain = load_domain(config.domain, config.data_dir, "lazy", config.task_set_name)
+        # the agent's and user's keys, before any data is read (the judge's waits for the
+        # tasks: only NL assertions call it)
+        check_known(models_called(with_llm_defaults(config, reference_texts(domain.data_dir)), []))
+        load_now(domain)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
     if config.ray is None and config.workers is not None and config.workers != 1:
@@ -140,6 +151,9 @@ async def _run(config: RunConfig, domain: Domain, watcher: RunWatcher | None) ->
             simulations.config, tasks, simulations.grader.judge, simulations.reviewer
         )
         check_now = config.ray is not None or not any(u.role in TURN_ROLES for u in uses)
+        # the keys known without litellm are checked here and now (the judge's and the
+        # reviewer's are new since `run` checked the agent's and user's); the others as above
+        uses = check_known(uses)
         if check_now:
             check_models(uses)
         executor: SimulationExecutor | None = None
@@ -185,11 +199,13 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
     )
     if count <= 1:  # nothing to share out: the usual single-process run
         return until_stopped(_run(config, domain, watcher))
-    # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
-    # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(
-        models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
-    )
+    # The key check runs once, here: a missing key is one sentence with no results file. A run
+    # calling models imports litellm (seconds of CPU) before the fork, so no worker imports
+    # it again.
+    uses = models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
+    check_models(uses)
+    if uses:
+        litellm_module()
     preload(domain)
     pool = ProcessPool(
         simulations,

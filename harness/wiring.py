@@ -34,11 +34,18 @@ def load_domain(
 
     with collector.paused():  # the domain's data lives as long as the process
         domain = load_domains([name], data_dir, task_set)[name]
-        if ready == "load":
-            domain.load()
-        elif ready == "warm":
-            domain.warm()
+    if ready != "lazy":
+        load_now(domain, ready)
     return domain
+
+
+def load_now(domain: Domain, ready: Readiness = "load") -> None:
+    """Read a domain loaded `lazy` now, as `load_domain` would have (`load` or `warm`)."""
+    with collector.paused():
+        if ready == "warm":
+            domain.warm()
+        else:
+            domain.load()
 
 
 _shared: dict[tuple[str, str, str | None], Domain] = {}
