@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from tau_mcp.conversation.llm import litellm_module, set_request_gate
 from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.harness.agents import agent_class
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError
@@ -41,13 +42,14 @@ from tau_mcp.harness.preflight import (
     first_request_check,
     models_called,
 )
-from tau_mcp.harness.prompt_sets import with_llm_defaults
+from tau_mcp.harness.prompt_sets import OUTSIDE_AGENTS, with_llm_defaults
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, load_now, open_backend
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.simulator.registry import user_class
 
 __all__ = ["RunStopped", "RunWatcher", "run", "simulations_for", "start_notes", "until_stopped"]
 
@@ -58,7 +60,11 @@ class RunWatcher(Protocol):
     """What a caller sees of a run as it goes (the command line's progress bar). `watching` is
     entered once the batch is about to start (after any worker processes are forked) and left
     when it ends, an error included; `started` gets what the run says before its first
-    simulation and how many it will run; `finished` each record as it is saved."""
+    simulation and how many it will run; `finished` each record as it is saved.
+
+    Two more are called when a watcher has them: `loading()` as soon as the run's keys are
+    checked, before the data is read (so the caller can say at once that the run started),
+    and `began(task_id, trial)` as each simulation starts."""
 
     def watching(self) -> AbstractContextManager[Any]: ...
 
@@ -73,9 +79,16 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
     runs (a notebook's loop: run it in a thread)."""
     try:
         domain = load_domain(config.domain, config.data_dir, "lazy", config.task_set_name)
-        # the agent's and user's keys, before any data is read (the judge's waits for the
-        # tasks: only NL assertions call it)
+        # who plays (an unknown name says so before a key it would not need), then the
+        # agent's and user's keys, before any data is read (the judge's waits for the tasks:
+        # only NL assertions call it)
+        if config.agent not in OUTSIDE_AGENTS:
+            agent_class(config.agent)
+        user_class(config.user)
         check_known(models_called(with_llm_defaults(config, reference_texts(domain.data_dir)), []))
+        loading = getattr(watcher, "loading", None)
+        if loading is not None:
+            loading()
         load_now(domain)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
@@ -239,11 +252,17 @@ async def _drive(runner: Runner, config: RunConfig, watcher: RunWatcher | None) 
     """Run every simulation, telling the watcher as the run starts and as each one ends."""
     on_done: Callable[[dict[str, Any]], None] | None = None
     on_start: Callable[[int], None] | None = None
+    on_begin: Callable[[Any, int], None] | None = None
     if watcher is not None:
         on_done = watcher.finished
+        began = getattr(watcher, "began", None)
+        if began is not None:
+
+            def on_begin(task: Any, trial: int) -> None:
+                began(task.id, trial)
 
         def on_start(todo: int) -> None:
             watcher.started(start_notes(runner, config, todo), todo)
 
     with watcher.watching() if watcher is not None else nullcontext():
-        return await runner.run(on_done, on_start)
+        return await runner.run(on_done, on_start, on_begin)

@@ -65,17 +65,20 @@ class Runner:
         self,
         on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
+        on_begin: Callable[[Task, int], None] | None = None,
     ) -> ResultsFile:
         """Run every missing simulation, holding the results file's lock throughout;
-        `on_done` sees each record as it is saved."""
+        `on_start` gets how many will run, `on_begin` each (task, trial) as it starts (past
+        the concurrency limit), `on_done` each record as it is saved."""
         with results_lock(self.config.save_to):
             check_no_orphan_journal(self.config.save_to)
-            return await self._run_locked(on_done, on_start)
+            return await self._run_locked(on_done, on_start, on_begin)
 
     async def _run_locked(
         self,
         on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
+        on_begin: Callable[[Task, int], None] | None = None,
     ) -> ResultsFile:
         config, simulations = self.config, self.simulations
         self.selection = simulations.select()
@@ -108,6 +111,8 @@ class Runner:
 
         async def one(task: Task, trial: int) -> None:
             async with limit:
+                if on_begin is not None:
+                    on_begin(task, trial)
                 sim = await self.executor.simulate(task, trial, seeds[trial])
             results.add(sim)
             if on_done is not None:

@@ -7,8 +7,9 @@ for each case, the wall time and the child's CPU time until it exited, and its o
 - judge: `--agent oracle --user scripted` on retail task 2, graded with the
   NL-assertion judge (the judge's key is missing).
 
-With `--started`, it also runs one real (mock-data, oracle) run and prints how long the child
-took to print its first line and to exit.
+With `--started`, it also runs one real run (airline, oracle agent, scripted user, 5 tasks)
+on a terminal (a pseudo-terminal) and in a pipe (a log) and prints how long the child took to
+print its first line, what that line was, and when it exited.
 
     python scripts/bench_fail_fast.py [--repeat 3] [--data-dir ../shared/tau2-data]
 
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pty
+import re
 import resource
 import subprocess
 import sys
@@ -65,6 +68,33 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, float, float | N
     return wall, cpu, first, last, code
 
 
+def on_terminal(args: list[str], env: dict[str, str]) -> tuple[float | None, str, float, int]:
+    """Seconds to the first line a child prints on a pseudo-terminal, that line, the seconds
+    to its exit and its exit code."""
+    main_fd, child_fd = pty.openpty()
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tau_mcp.harness", *args], env=env, stdout=child_fd, stderr=child_fd
+    )
+    os.close(child_fd)
+    seen, first = b"", None
+    while True:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if first is None and b"\n" in seen:
+            first = time.perf_counter() - start
+    code = child.wait()
+    os.close(main_fd)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return first, line, time.perf_counter() - start, code
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -91,12 +121,15 @@ def main() -> None:
             )
             print(f"  says: {last}")
         if options.started:
-            save_to = Path(tmp) / "started.json"
-            args = ["run", "--domain", "mock", "--agent", "oracle", "--user", "scripted"]
-            wall, cpu, first, _, code = timed([*args, "--save-to", str(save_to)], env)
+            args = ["run", "--domain", "airline", "--agent", "oracle", "--user", "scripted"]
+            args += ["--num-tasks", "5", "--data-dir", str(options.data_dir)]
+            first, line, wall, code = on_terminal([*args, "--save-to", f"{tmp}/t.json"], env)
             print(
-                f"mock oracle run: first line after {first or 0:.2f} s, exit {code} after "
-                f"{wall:.2f} s ({cpu:.2f} s CPU)"
+                f"terminal: first line after {first or 0:.2f} s ({line!r}); exit {code} after {wall:.2f} s"
+            )
+            wall, cpu, first, _, code = timed([*args, "--save-to", f"{tmp}/p.json"], env)
+            print(
+                f"log (pipe): first line after {first or 0:.2f} s; exit {code} after {wall:.2f} s"
             )
 
 

@@ -362,14 +362,32 @@ def _default_results_path(domain: str, agent: str, user: str) -> Path:
 
 
 class ProgressBar:
-    """The run's progress on the terminal: a bar counting simulations and the pass rate over
-    graded ones (infrastructure errors beside it), shown once the run has really started."""
+    """The run's progress: on a terminal, a line as soon as the run has started (before the
+    data is read), then a bar counting simulations, those running and the pass rate over graded ones
+    (infrastructure errors beside it), shown once the simulations start. A console that is
+    not a terminal (a log) shows no bar until the end, so it gets a line when the
+    simulations start and then one at most every LOG_EVERY seconds as they finish."""
+
+    LOG_EVERY = 10.0
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.passed = self.graded = self.infra = 0
+        self.passed = self.graded = self.infra = self.running = self.done = 0
+        self.todo = 0
         self.progress: Progress | None = None
         self.bar: Any = None
+        self.began_at = self.logged_at = 0.0
+
+    def loading(self) -> None:
+        if not console.is_terminal:
+            return  # a log: its lines start when the simulations do, errors stay one line
+        agent = self.config.agent_name or self.config.agent
+        console.print(
+            f"starting a run on {self.config.domain} ({agent} agent, {self.config.user} user): "
+            "loading the data",
+            markup=False,
+            highlight=False,
+        )
 
     @contextmanager
     def watching(self) -> Iterator[None]:
@@ -377,6 +395,7 @@ class ProgressBar:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[running]} running"),
             TextColumn("pass {task.fields[rate]}"),
             TimeElapsedColumn(),
             console=console,
@@ -384,7 +403,9 @@ class ProgressBar:
         ) as progress:
             self.progress = progress
             # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
-            self.bar = progress.add_task(self.config.domain, total=None, rate="-", visible=False)
+            self.bar = progress.add_task(
+                self.config.domain, total=None, rate="-", running=0, visible=False
+            )
             try:
                 yield
             except ConfigError:
@@ -393,11 +414,25 @@ class ProgressBar:
                 progress.update(self.bar, visible=False)
                 raise
 
+    @property
+    def logging(self) -> bool:
+        """Whether progress goes to a log (no terminal) as lines."""
+        return self.progress is not None and not self.progress.console.is_interactive
+
     def started(self, notes: list[str], todo: int) -> None:
         assert self.progress is not None
         for line in notes:
             self.progress.console.print(line, markup=False, highlight=False)
+        self.todo = todo
+        self.began_at = self.logged_at = time.monotonic()
+        if self.logging:
+            self._log(f"{todo} simulation{'' if todo == 1 else 's'} to run")
         self.progress.update(self.bar, total=todo, visible=True)
+
+    def began(self, task_id: str, trial: int) -> None:
+        assert self.progress is not None
+        self.running += 1
+        self.progress.update(self.bar, running=self.running)
 
     def finished(self, record: SimulationRecord) -> None:
         assert self.progress is not None
@@ -406,5 +441,20 @@ class ProgressBar:
             self.passed += is_success(record.reward)
         else:
             self.infra += 1
+        self.running = max(0, self.running - 1)
+        self.done += 1
         rate = progress_rate(self.passed, self.graded, self.infra)
-        self.progress.update(self.bar, advance=1, rate=rate)
+        self.progress.update(self.bar, advance=1, rate=rate, running=self.running)
+        now = time.monotonic()
+        if self.logging and (self.done == self.todo or now - self.logged_at >= self.LOG_EVERY):
+            self.logged_at = now
+            plain = progress_rate(self.passed, self.graded, 0)
+            infra = f", {self.infra} infrastructure error{'s' * (self.infra != 1)}"
+            self._log(
+                f"{self.done}/{self.todo} done, {self.running} running, pass {plain}"
+                f"{infra if self.infra else ''}, {now - self.began_at:.0f} s"
+            )
+
+    def _log(self, text: str) -> None:
+        assert self.progress is not None
+        self.progress.console.print(f"{self.config.domain}: {text}", markup=False, highlight=False)
