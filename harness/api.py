@@ -78,7 +78,13 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
     and return the results: `.header` and `.simulations`. Blocks; call it where no event loop
     runs (a notebook's loop: run it in a thread)."""
     try:
-        domain = load_domain(config.domain, config.data_dir, "lazy", config.task_set_name)
+        domain = load_domain(
+            config.domain,
+            config.data_dir,
+            "lazy",
+            task_set=config.task_set_name,
+            domain_paths=config.domain_paths,
+        )
         # who plays (an unknown name says so before a key it would not need), then the
         # agent's and user's keys, before any data is read (the judge's waits for the tasks:
         # only NL assertions call it)
