@@ -1,7 +1,7 @@
 """Running a `RunConfig`: the Python face of `tau-harness run` (`tau_mcp.run(config)`).
 
     import tau_mcp
-    from tau_mcp.harness.config import RunConfig
+    from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig
 
     results = tau_mcp.run(RunConfig(domain="mock", agent="oracle", user="scripted"))
     print([s["reward_info"]["reward"] for s in results.simulations])
@@ -34,7 +34,7 @@ from tau_mcp.conversation.llm import litellm_module, set_request_gate
 from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.harness.agents import agent_class
 from tau_mcp.harness.backends import EpisodeBackend
-from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.preflight import (
     check_known,
@@ -42,7 +42,7 @@ from tau_mcp.harness.preflight import (
     first_request_check,
     models_called,
 )
-from tau_mcp.harness.prompt_sets import OUTSIDE_AGENTS, with_llm_defaults
+from tau_mcp.harness.prompt_sets import with_llm_defaults
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner

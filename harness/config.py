@@ -23,13 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tau_mcp.grading import Judge
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
-from tau_mcp.harness.prompt_sets import OUTSIDE_AGENTS
 from tau_mcp.harness.review import ReviewSettings
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 
 DEFAULT_SEED = 300
+#: Agents that are not ours: a program run per simulation (`run --agent cmd`) and whoever plays
+#: a `tau-harness serve` simulation. The harness calls no model for them, so none is recorded.
+OUTSIDE_AGENTS = frozenset({"cmd", "mcp"})
+#: Agents that take no model.
+MODEL_FREE_AGENTS = frozenset({"oracle"}) | OUTSIDE_AGENTS
 
 #: What `judge_llm` values switch the NL-assertion judge off.
 NO_JUDGE = frozenset({"none", "off", "no", ""})

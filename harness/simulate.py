@@ -28,11 +28,10 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from tau_mcp.harness.agents.stop_tool import solo_stop_tool
 from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
-from tau_mcp.harness.config import RunConfig, select_tasks
+from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
 from tau_mcp.harness.prompt_sets import (
-    OUTSIDE_AGENTS,
     first_agent_message,
     prompt_set_info,
     user_tools_for,

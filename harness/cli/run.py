@@ -235,10 +235,12 @@ def run(
     if show_preset:
         fail("--show goes with --preset NAME")
     if not domain:
+        from tau_mcp.servers.domains.registry import domain_names  # reads no domain
+
         fail(
-            f"--domain is required (one of {DOMAIN_HELP.rstrip('.')}; `tau-harness domain NAME` "
-            "describes one, `tau-harness run --help` shows every option), or a --preset that "
-            "sets it"
+            f"--domain is required (one of {', '.join(domain_names())}; `tau-harness domains` "
+            "says where each comes from, `tau-harness domain NAME` describes one), or a "
+            "--preset that sets it"
         )
     try:
         # `--task-ids a b c` as the reference's CLI takes it: the values after the first land
