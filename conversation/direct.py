@@ -323,7 +323,8 @@ async def post(route: Route, content: bytes) -> dict[str, Any]:
                 return wire_json.loads(raw)
             except ValueError as exc:
                 raise ModelCallError(
-                    f"{route.provider}/{route.model} answered non-JSON: {raw[:200]!r}"
+                    f"{route.provider}/{route.model} answered with a body that is not JSON "
+                    f"({exc}): {raw[:200]!r}"
                 ) from exc
         if status in RETRY_STATUS and not last:
             await asyncio.sleep(_backoff(attempt, retry_after))

@@ -21,16 +21,18 @@ def plugin_class(
     kind: str,
     base_label: str,
     search_cwd: bool = False,
+    choices: str | None = None,
 ) -> type[T]:
     """The built-in class called `name`, or the `module:Class` it names, which must subclass
-    `base`. Any problem is a one-sentence ValueError naming the `kind` ("agent", "user").
-    `search_cwd` lets console scripts import modules from the working directory."""
+    `base`. Any problem is a one-sentence ValueError naming the `kind` ("agent", "user");
+    `choices` is what an unknown name is told to use (default: the built-in names or
+    module:Class). `search_cwd` lets console scripts import modules from the working
+    directory."""
     if name in builtins:
         return builtins[name]
     if ":" not in name:
-        raise ValueError(
-            f"unknown {kind} '{name}' (use one of {', '.join(builtins)} or module:Class)"
-        )
+        choices = choices or f"one of {', '.join(builtins)} or module:Class"
+        raise ValueError(f"unknown {kind} '{name}' (use {choices})")
     module_name, _, class_name = name.partition(":")
     if search_cwd and os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())

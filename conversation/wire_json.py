@@ -37,9 +37,14 @@ def dumps(value: Any) -> bytes:
 
 
 def loads(raw: bytes) -> Any:
-    """Parse JSON bytes; raises ValueError on anything that is not JSON."""
+    """Parse JSON bytes; raises ValueError on anything that is not JSON. What orjson refuses
+    but JSON allows (the escape of a lone UTF-16 surrogate, `\\ud800`, which a model's output
+    can hold) is read by `json`, as litellm's client reads it."""
     if orjson is not None:
-        return orjson.loads(raw)  # orjson.JSONDecodeError subclasses ValueError
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:  # subclasses ValueError
+            pass
     return json.loads(raw)
 
 

@@ -167,7 +167,8 @@ def _closest(action: Action, calls: list[Call], unexpected: list[Call], kind: st
     """The call that came nearest to a missing gold action: a call of the same tool with the
     fewest differing arguments (the latest on a tie); else a successful call of another tool of
     the same kind, on the same side, outside the gold plan, that shares the most argument values
-    with the action, or is the only such call."""
+    with the action, or is the only such call. `calls` are those that met no gold action: a
+    call that did was right, and is no evidence against another action of its tool."""
     same = [c for c in calls if c.name == action.name]
     if same:
         best = min(reversed(same), key=lambda c: len(argument_diff(action, c.arguments)))
@@ -316,12 +317,15 @@ def diagnose(
     unexpected = [
         c for i, c in enumerate(every) if c.kind == "write" and i not in used and not c.given
     ]
+    # Candidates for the closest call to a missing action: calls that met no gold action (one
+    # that met another action of the same tool was right; the story there is the missing one).
+    off_plan = [c for c in calls if not any(a.matches(c.name, c.arguments) for a in gold)]
     missing = []
     for action, hit in zip(gold, matched, strict=True):
         if hit:
             continue
         kind = tool_kinds.get(action.name)
-        closest, same_tool = _closest(action, calls, unexpected, kind)
+        closest, same_tool = _closest(action, off_plan, unexpected, kind)
         missing.append(ActionEvidence(action, kind, closest, same_tool))
     ending = ending_of(termination, messages)
     pending = [m for m in missing if m.kind == "write" and m.closest is None]

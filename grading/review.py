@@ -137,12 +137,14 @@ def user_visible(messages: list[Any]) -> list[Any]:
 
 
 def render_actions(texts: ReviewTexts, task: Task) -> str:
-    """The task's gold actions as the example trajectory: every field, nulls included."""
+    """The task's gold actions as the example trajectory: every field, nulls included. A task
+    without gold actions (its reward rests on other checks) shows an empty trajectory, as one
+    with an empty list does; the reference's review raises there, so an auto-reviewed run of
+    such a task failed (docs/review.md)."""
     criteria = task.evaluation_criteria
-    if criteria is None or criteria.actions is None:
-        raise ValueError(f"task {task.id} has no gold actions to show the reviewer")
+    gold = (criteria.actions if criteria is not None else None) or []
     order = texts.section("inputs")["example_action_trajectory"]["action_key_order"]
-    actions = [{key: getattr(action, key, None) for key in order} for action in criteria.actions]
+    actions = [{key: getattr(action, key, None) for key in order} for action in gold]
     return f"```json\n{json.dumps(actions, indent=2)}\n```"
 
 

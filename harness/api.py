@@ -24,23 +24,35 @@ written; a stopped tau-server raises `ServerGone`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from tau_mcp.conversation.llm import set_request_gate
+from tau_mcp.conversation.llm import litellm_module, set_request_gate
+from tau_mcp.conversation.reference_texts import reference_texts
+from tau_mcp.harness.agents import agent_class
 from tau_mcp.harness.backends import EpisodeBackend
-from tau_mcp.harness.config import RunConfig
+from tau_mcp.harness.benchmarks import benchmark_of, with_benchmark_defaults
+from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.preflight import check_models, first_request_check, models_called
+from tau_mcp.harness.preflight import (
+    check_known,
+    check_models,
+    first_request_check,
+    models_called,
+)
+from tau_mcp.harness.prompt_sets import with_llm_defaults
 from tau_mcp.harness.results import ResultsFile
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.harness.wiring import load_domain, open_backend, use_taubench_data_dir
+from tau_mcp.harness.wiring import load_domain, load_now, open_backend, use_taubench_data_dir
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.simulator.registry import user_class
 
-__all__ = ["RunWatcher", "run", "simulations_for", "start_notes"]
+__all__ = ["RunStopped", "RunWatcher", "run", "simulations_for", "start_notes", "until_stopped"]
 
 TURN_ROLES = {"agent", "user"}  # models called in every turn (the judge only at grading)
 
@@ -49,7 +61,11 @@ class RunWatcher(Protocol):
     """What a caller sees of a run as it goes (the command line's progress bar). `watching` is
     entered once the batch is about to start (after any worker processes are forked) and left
     when it ends, an error included; `started` gets what the run says before its first
-    simulation and how many it will run; `finished` each record as it is saved."""
+    simulation and how many it will run; `finished` each record as it is saved.
+
+    Two more are called when a watcher has them: `loading()` as soon as the run's keys are
+    checked, before the data is read (so the caller can say at once that the run started),
+    and `began(task_id, trial)` as each simulation starts."""
 
     def watching(self) -> AbstractContextManager[Any]: ...
 
@@ -67,14 +83,65 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
         domain = load_domain(
             config.domain,
             config.data_dir,
+            "lazy",
             task_set=config.task_set_name,
             domain_paths=config.domain_paths,
         )
+        # who plays (an unknown name says so before a key it would not need), then the
+        # agent's and user's keys, before any data is read (the judge's waits for the tasks:
+        # only NL assertions call it)
+        playing = with_benchmark_defaults(config, domain)  # a τ-bench domain's own names
+        if playing.agent not in OUTSIDE_AGENTS:
+            agent_class(playing.agent)
+        user_class(playing.user, benchmark_of(domain).name)
+        check_known(models_called(with_llm_defaults(playing, reference_texts(domain.data_dir)), []))
+        loading = getattr(watcher, "loading", None)
+        if loading is not None:
+            loading()
+        load_now(domain)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
     if config.ray is None and config.workers is not None and config.workers != 1:
         return _run_with_workers(config, domain, watcher)
-    return asyncio.run(_run(config, domain, watcher))
+    return until_stopped(_run(config, domain, watcher))
+
+
+class RunStopped(KeyboardInterrupt):
+    """The run was stopped by SIGTERM, as Ctrl-C stops it (KeyboardInterrupt): the simulations
+    in flight were cancelled and the results file holds every finished one."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def until_stopped(main: Coroutine[Any, Any, ResultsFile]) -> ResultsFile:
+    """`asyncio.run(main)`, with SIGTERM (in the main thread) stopping the run the way Ctrl-C
+    does: asyncio's runner cancels the main task on SIGINT and raises KeyboardInterrupt; on
+    SIGTERM the task is cancelled too and RunStopped is raised. Either way the batch folds its
+    journal into the results file on the way out (`Runner.run`)."""
+    received: list[int] = []
+
+    async def stoppable() -> ResultsFile:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        handled = threading.current_thread() is threading.main_thread()
+        if handled:
+            loop.add_signal_handler(
+                signal.SIGTERM, lambda: (received.append(signal.SIGTERM), task.cancel())
+            )
+        try:
+            return await main
+        finally:
+            if handled:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(stoppable())
+    except asyncio.CancelledError:
+        if received:
+            raise RunStopped(received[0]) from None
+        raise
 
 
 def simulations_for(backend: EpisodeBackend, domain: Domain, config: RunConfig) -> SimulationRunner:
@@ -106,6 +173,9 @@ async def _run(config: RunConfig, domain: Domain, watcher: RunWatcher | None) ->
             simulations.config, tasks, simulations.grader.judge, simulations.reviewer
         )
         check_now = config.ray is not None or not any(u.role in TURN_ROLES for u in uses)
+        # the keys known without litellm are checked here and now (the judge's and the
+        # reviewer's are new since `run` checked the agent's and user's); the others as above
+        uses = check_known(uses)
         if check_now:
             check_models(uses)
         executor: SimulationExecutor | None = None
@@ -150,12 +220,14 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
         config.workers or cpu_count(), config.max_concurrency, len(tasks) * config.num_trials
     )
     if count <= 1:  # nothing to share out: the usual single-process run
-        return asyncio.run(_run(config, domain, watcher))
-    # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
-    # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(
-        models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
-    )
+        return until_stopped(_run(config, domain, watcher))
+    # The key check runs once, here: a missing key is one sentence with no results file. A run
+    # calling models imports litellm (seconds of CPU) before the fork, so no worker imports
+    # it again.
+    uses = models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
+    check_models(uses)
+    if uses:
+        litellm_module()
     preload(domain)
     pool = ProcessPool(
         simulations,
@@ -165,7 +237,7 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
         provider_limits=config.provider_limits or {},
     )
     try:
-        return asyncio.run(_drive(Runner(simulations, pool), config, watcher))
+        return until_stopped(_drive(Runner(simulations, pool), config, watcher))
     finally:
         pool.close()
 
@@ -189,11 +261,17 @@ async def _drive(runner: Runner, config: RunConfig, watcher: RunWatcher | None) 
     """Run every simulation, telling the watcher as the run starts and as each one ends."""
     on_done: Callable[[dict[str, Any]], None] | None = None
     on_start: Callable[[int], None] | None = None
+    on_begin: Callable[[Any, int], None] | None = None
     if watcher is not None:
         on_done = watcher.finished
+        began = getattr(watcher, "began", None)
+        if began is not None:
+
+            def on_begin(task: Any, trial: int) -> None:
+                began(task.id, trial)
 
         def on_start(todo: int) -> None:
             watcher.started(start_notes(runner, config, todo), todo)
 
     with watcher.watching() if watcher is not None else nullcontext():
-        return await runner.run(on_done, on_start)
+        return await runner.run(on_done, on_start, on_begin)

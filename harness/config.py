@@ -30,6 +30,11 @@ from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 
 DEFAULT_SEED = 300
+#: Agents that are not ours: a program run per simulation (`run --agent cmd`) and whoever plays
+#: a `tau-harness serve` simulation. The harness calls no model for them, so none is recorded.
+OUTSIDE_AGENTS = frozenset({"cmd", "mcp"})
+#: Agents that take no model.
+MODEL_FREE_AGENTS = frozenset({"oracle"}) | OUTSIDE_AGENTS
 
 #: What `judge_llm` values switch the NL-assertion judge off.
 NO_JUDGE = frozenset({"none", "off", "no", ""})
@@ -141,6 +146,10 @@ class RunConfig(BaseModel):
     agent: str = "llm"
     #: With agent "cmd": the program run per simulation against its MCP endpoint (docs/serve.md).
     agent_cmd: str | None = None
+    #: A label for an agent that is not ours (agent "cmd", or serve's "mcp"), recorded in the
+    #: results header (`agent_info.name`) and shown wherever the run is named: the harness
+    #: calls no model for such an agent, so it records none.
+    agent_name: str | None = None
     agent_llm: str | None = None
     #: None: the prompt set's defaults; a dict replaces them (see harness.prompt_sets).
     agent_llm_args: dict[str, Any] | None = None
@@ -255,6 +264,18 @@ class RunConfig(BaseModel):
                 )
         elif self.agent_cmd:
             raise ValueError("--agent-cmd goes with --agent cmd")
+        if self.agent in OUTSIDE_AGENTS:
+            given = "--agent-llm" if self.agent_llm else "--agent-llm-args"
+            if self.agent_llm or self.agent_llm_args is not None:
+                raise ValueError(
+                    f"{given} sets the model of an agent of ours; the {self.agent} agent is "
+                    "not ours and no model is called for it: name it with --agent-name instead"
+                )
+        elif self.agent_name is not None:
+            raise ValueError(
+                "--agent-name labels an agent that is not ours (--agent cmd, tau-harness serve); "
+                f"the {self.agent} agent is named by its model"
+            )
         return self
 
     # --- derived --------------------------------------------------------------------------------

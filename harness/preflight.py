@@ -3,9 +3,11 @@
 Without this, a missing key shows up only after every simulation has spent its retries (half a
 minute of backoff each), as a table of infrastructure errors. litellm knows which environment
 variables each provider needs; we ask it for the models this run will really call. litellm is
-slow to import (seconds), so a local run asks when its first model request is about to go out
-(`first_request_check`): start-up stays short, and a missing key still stops the run before any
-request is sent or any simulation recorded. A model given an `api_base` (in its arguments, or
+slow to import (seconds), so the common providers' keys are known without it
+(`tau_mcp.harness.model_keys`): a run checks those before it loads anything (`check_known`), in
+well under a second. For any other model a local run asks litellm when its first model request
+is about to go out (`first_request_check`): start-up stays short, and a missing key still stops
+the run before any request is sent or any simulation recorded. A model given an `api_base` (in its arguments, or
 through the provider's base-URL variable) is a local or self-hosted server that may need no key
 at all, so a missing key is not held against it.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.model_keys import provider_keys
 from tau_mcp.servers.engine.tasks import Task
 
 AGENTS_WITH_MODEL = {"llm", "solo", "gt", "tool-calling", "act", "react", "few-shot"}
@@ -87,8 +90,40 @@ def _base_url_set(provider: str | None, llm_args: dict[str, Any]) -> bool:
     return any(os.environ.get(f"{prefix}_{name}") for name in ("API_BASE", "BASE_URL"))
 
 
+def known_problem(use: ModelUse) -> tuple[bool, str | None]:
+    """(whether it is known without litellm, the one sentence saying why `use` cannot be
+    called or None when it can)."""
+    known = provider_keys(use.model)
+    if known is None:
+        return False, None
+    provider, keys = known
+    args = use.llm_args
+    if args.get("api_key") or _base_url_set(provider, args) or any(os.environ.get(k) for k in keys):
+        return True, None
+    return True, (
+        f"the {use.role} model '{use.model}' needs {' or '.join(keys)} set in the "
+        f"environment (or an api_key in its llm args){use.hint}"
+    )
+
+
+def check_known(uses: list[ModelUse]) -> list[ModelUse]:
+    """Raise MissingModelKey for the first model whose key is known missing without litellm;
+    return the uses that take litellm to tell."""
+    left = []
+    for use in uses:
+        known, reason = known_problem(use)
+        if reason:
+            raise MissingModelKey(reason)
+        if not known:
+            left.append(use)
+    return left
+
+
 def problem(use: ModelUse) -> str | None:
     """One sentence saying why `use` cannot be called, or None when it can."""
+    known, reason = known_problem(use)
+    if known:
+        return reason
     from tau_mcp.conversation.llm import litellm_module
 
     litellm = litellm_module()
@@ -117,7 +152,7 @@ def problem(use: ModelUse) -> str | None:
 
 def check_models(uses: list[ModelUse]) -> None:
     """Raise MissingModelKey for the first model that cannot be called; import litellm only
-    when some model will be called."""
+    for a model whose provider's keys are not known without it."""
     for use in uses:
         reason = problem(use)
         if reason:

@@ -10,24 +10,20 @@ the default arguments rather than merge into them, as the reference's CLI does: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tau_mcp.conversation.llm import DEFAULT_LLM
 from tau_mcp.conversation.reference_prompts import user_tool_filter
 from tau_mcp.conversation.reference_texts import ReferenceTexts, reference_texts
 from tau_mcp.conversation.taubench_texts import TauBenchTexts
 from tau_mcp.conversation.tools import ToolInfo
+from tau_mcp.harness.config import MODEL_FREE_AGENTS, RunConfig
 from tau_mcp.harness.preflight import USERS_WITH_MODEL
 from tau_mcp.servers.engine.tasks import Task
-
-if TYPE_CHECKING:
-    from tau_mcp.harness.config import RunConfig
 
 OWN_SET = "tau-mcp"
 REFERENCE_SET = "reference"
 OWN_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
-#: Agents that take no model.
-MODEL_FREE_AGENTS = {"oracle"}
 
 
 @dataclass(frozen=True)

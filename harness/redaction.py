@@ -101,6 +101,27 @@ def secret_values(args: Any) -> set[str]:
     return {value for value in found if len(value) >= MIN_LENGTH}
 
 
+def literal_secret_names(args: Any, where: str = "") -> list[str]:
+    """The places in model arguments that hold a key written out (at least MIN_LENGTH long, not
+    an `os.environ/NAME` reference): `api_key`, `extra_headers.Authorization`, ..."""
+    found: list[str] = []
+    if isinstance(args, dict):
+        for name, value in args.items():
+            place = f"{where}{name}"
+            if is_secret_name(name) or name in HEADER_ARGS:
+                if any(
+                    len(text) >= MIN_LENGTH and not text.startswith(ENV_PREFIX)
+                    for text in _strings(value)
+                ):
+                    found.append(place)
+            else:
+                found += literal_secret_names(value, f"{place}.")
+    elif isinstance(args, list | tuple):
+        for item in args:
+            found += literal_secret_names(item, where)
+    return found
+
+
 def remember(*values: str | None) -> None:
     """Secrets to redact by value from now on in this process (tokens, keys)."""
     for value in values:
@@ -158,6 +179,34 @@ def redact(value: Any, secrets: list[str] | None = None) -> Any:
     if not secrets or not leaks(json.dumps(value, default=str), secrets):
         return value
     return _walk(value, secrets)
+
+
+# A secret-named setting on a command line: `NAME=value` (an environment assignment, an
+# `--option=value`), `--option value`, or an authorization header's credential.
+_ASSIGNED = re.compile(r"(?P<name>[-\w.]+)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\";|&]+)")
+_OPTION = re.compile(r"(?P<name>--?[A-Za-z][-\w]*)\s+(?P<value>'[^']*'|\"[^\"]*\"|[^-\s][^\s;|&]*)")
+_BEARER = re.compile(r"(?i)\b(?P<name>bearer|basic|token)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
+_VARIABLE = re.compile(r"[\"']?\$\{?\w+\}?[\"']?")  # `$TOKEN`, `"${TOKEN}"`: a reference, no key
+
+
+def redact_command(command: str) -> str:
+    """A shell command as it may be recorded or shown: the values of secret-named settings
+    (`OPENAI_API_KEY=...`, `--api-key ...`, `--token=...`, a bearer credential) replaced by
+    `[redacted]`, and remembered so that they are redacted wherever else they appear (the
+    program's output); then every secret in play, by value."""
+
+    def hide(match: re.Match[str]) -> str:
+        name, value = match["name"], match["value"]
+        if match.re is not _BEARER and not is_secret_name(name.lstrip("-")):
+            return match[0]
+        if _VARIABLE.fullmatch(value):
+            return match[0]
+        remember(value.strip("'\""))
+        return match[0][: match.start("value") - match.start()] + REDACTED
+
+    for pattern in (_ASSIGNED, _OPTION, _BEARER):
+        command = pattern.sub(hide, command)
+    return redact_text(command)
 
 
 def redact_args(args: Any) -> Any:

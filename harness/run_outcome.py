@@ -7,6 +7,7 @@ nonzero. An interrupted run says how much of it is safe on disk and how to finis
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,12 @@ from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.results import ResultsError, load_results
 
 INTERRUPTED_EXIT = 130  # the shell's convention for a command stopped by SIGINT
+
+
+def interrupted_exit(stopped: BaseException) -> int:
+    """The exit status of a run stopped by a signal, as the shell reports one: 128 + its
+    number (130 for Ctrl-C, 143 for SIGTERM, which `tau_mcp.harness.api.RunStopped` carries)."""
+    return 128 + int(getattr(stopped, "signum", signal.SIGINT))
 
 
 def infra_count(simulations: list[dict[str, Any]]) -> int:

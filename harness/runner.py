@@ -65,17 +65,20 @@ class Runner:
         self,
         on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
+        on_begin: Callable[[Task, int], None] | None = None,
     ) -> ResultsFile:
         """Run every missing simulation, holding the results file's lock throughout;
-        `on_done` sees each record as it is saved."""
+        `on_start` gets how many will run, `on_begin` each (task, trial) as it starts (past
+        the concurrency limit), `on_done` each record as it is saved."""
         with results_lock(self.config.save_to):
             check_no_orphan_journal(self.config.save_to)
-            return await self._run_locked(on_done, on_start)
+            return await self._run_locked(on_done, on_start, on_begin)
 
     async def _run_locked(
         self,
         on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
+        on_begin: Callable[[Task, int], None] | None = None,
     ) -> ResultsFile:
         config, simulations = self.config, self.simulations
         self.selection = simulations.select()
@@ -109,6 +112,8 @@ class Runner:
 
         async def one(task: Task, trial: int) -> None:
             async with limit:
+                if on_begin is not None:
+                    on_begin(task, trial)
                 sim = await self.executor.simulate(task, trial, seeds[trial])
             results.add(sim)
             if on_done is not None:
@@ -117,11 +122,16 @@ class Runner:
         try:
             async with self.executor.running():
                 await gather_or_cancel(*(one(task, trial) for task, trial in todo))
-        except ConfigError:
-            # The run could not start for real (say, a model's key is missing, found as the
-            # first request went out): a file this run created holds nothing worth keeping.
-            if fresh and not results.simulations:
+        except BaseException as stopped:
+            if isinstance(stopped, ConfigError) and fresh and not results.simulations:
+                # The run could not start for real (say, a model's key is missing, found as
+                # the first request went out): a file this run created holds nothing worth
+                # keeping.
                 results.discard()
+            else:
+                # Stopped part-way (Ctrl-C, SIGTERM, a dead server): every finished simulation
+                # goes into the file itself, so the file alone holds what the run says it kept.
+                results.fold()
             raise
         results.finish()
         return results

@@ -36,7 +36,7 @@ from tau_mcp.harness.benchmarks import (
     with_benchmark_defaults,
     with_original_reward,
 )
-from tau_mcp.harness.config import RunConfig, select_tasks, split_of
+from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig, select_tasks, split_of
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
 from tau_mcp.harness.prompt_sets import (
@@ -360,9 +360,7 @@ class SimulationRunner:
                 llm_args=c.user_llm_args or None,
                 global_simulation_guidelines=self._guidelines,
             ),
-            agent_info=AgentInfo.model_construct(
-                implementation=c.agent, llm=c.agent_llm, llm_args=c.agent_llm_args or None
-            ),
+            agent_info=self._agent_info(),
             environment_info=EnvironmentInfo.model_construct(
                 domain_name=self.domain.name,
                 policy=TASK_POLICY if self._policy_per_task() else self.policy,
@@ -393,6 +391,20 @@ class SimulationRunner:
         if c.user_init_calls:
             shape["user_init_calls"] = True
         return shape
+
+    def _agent_info(self) -> AgentInfo:
+        """The header's agent: its implementation and the model the harness calls for it; for
+        an agent that is not ours, no model (none is called) but its label and, for a program,
+        its command (keys redacted): what it is, so readers name it and resuming compares it."""
+        c = self.config
+        if c.agent not in OUTSIDE_AGENTS:
+            return AgentInfo.model_construct(
+                implementation=c.agent, llm=c.agent_llm, llm_args=c.agent_llm_args or None
+            )
+        outside: dict[str, Any] = {"name": c.agent_name}
+        if c.agent_cmd is not None:
+            outside["command"] = redaction.redact_command(c.agent_cmd)
+        return AgentInfo.model_construct(implementation=c.agent, llm=None, llm_args=None, **outside)
 
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""

@@ -45,10 +45,8 @@ def load_domain(
         log.warning("warning: %s", refused)
     with collector.paused():  # the domain's data lives as long as the process
         domain = registry.load_domains([name], data_dir, task_set)[name]
-        if ready == "load":
-            domain.load()
-        elif ready == "warm":
-            domain.warm()
+    if ready != "lazy":
+        load_now(domain, ready)
     return domain
 
 
@@ -63,6 +61,15 @@ def use_taubench_data_dir(folder: str | Path | None) -> None:
     if not path.is_dir():
         raise DataError(f"--taubench-data-dir {folder} is not a folder")
     os.environ[ENV_VAR] = str(path)
+
+
+def load_now(domain: Domain, ready: Readiness = "load") -> None:
+    """Read a domain loaded `lazy` now, as `load_domain` would have (`load` or `warm`)."""
+    with collector.paused():
+        if ready == "warm":
+            domain.warm()
+        else:
+            domain.load()
 
 
 _shared: dict[tuple[str, str, str | None], Domain] = {}
@@ -91,10 +98,11 @@ async def open_backend(
     domain: Domain, server: str | None = None, token: str | None = None
 ) -> EpisodeBackend:
     """The backend a run's episodes live on: the running `tau-server` at the URL `server`
-    (checked to serve the domain), else the server app in this process, with no socket."""
+    (checked to serve the domain; told, with each episode, the task set `domain` is bound to),
+    else the server app in this process, with no socket."""
     from tau_mcp.harness.backends.http import in_process_backend, remote_backend
 
     redaction.remember(token)  # never written or printed (see harness.redaction)
     if server:
-        return await remote_backend(server, token, domain.name)
+        return await remote_backend(server, token, domain.name, domain.task_set)
     return await in_process_backend({domain.name: domain}, token)

@@ -26,7 +26,7 @@ from tau_mcp.servers import mcp_sessions
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, send_json_error
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.episode import Episode, EpisodeStore
+from tau_mcp.servers.engine.episode import TASK_SET_OPTION, Episode, EpisodeStore
 from tau_mcp.servers.engine.errors import EngineError, UnknownEpisode
 from tau_mcp.servers.engine.ids import check_episode_id
 from tau_mcp.servers.engine.toolkit import Side
@@ -342,17 +342,21 @@ class TauServer:
             check_episode_id(episode_id)
         config = name_field(body, NAME_OPTION)
         kwargs = options_field(body, KWARGS_OPTION)
+        # A client bound to a named task set (`--task-set-name`) sends it: the episode starts
+        # from that set's task, the one the client grades against. The answer names it, so a
+        # client can tell this server from one that ignored the field.
+        task_set = name_field(body, TASK_SET_OPTION)
         variant = self.resolve_variant(loaded, config, kwargs)
-        episode = self.store.create(domain, task_id, episode_id, variant=variant)
+        episode = self.store.create(domain, task_id, episode_id, variant=variant, task_set=task_set)
         base = f"/{domain}/episodes/{episode.id}"
-        return JSONResponse(
-            {
-                "episode_id": episode.id,
-                "agent_mcp": f"{base}/agent/mcp",
-                "user_mcp": f"{base}/user/mcp",
-            },
-            status_code=201,
-        )
+        answer = {
+            "episode_id": episode.id,
+            "agent_mcp": f"{base}/agent/mcp",
+            "user_mcp": f"{base}/user/mcp",
+        }
+        if task_set is not None:
+            answer[TASK_SET_OPTION] = task_set
+        return JSONResponse(answer, status_code=201)
 
     def _serializers(self) -> anyio.CapacityLimiter:
         """At most two threads serialize states at once. The GIL makes more no faster, and each

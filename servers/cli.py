@@ -30,6 +30,8 @@ from tau_mcp.servers.http_options import (
     KeepAliveOpt,
     MaxBodyOpt,
     MaxConnectionsOpt,
+    TokenFileOpt,
+    secret_option,
 )
 
 app = typer.Typer(
@@ -199,9 +201,11 @@ def serve(
     token: Annotated[
         str | None,
         typer.Option(
-            help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV})."
+            help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV}, or "
+            "--token-file)."
         ),
     ] = None,
+    token_file: TokenFileOpt = None,
     max_body: MaxBodyOpt = DEFAULTS["max_body"],
     capacity: Annotated[
         int, typer.Option(help="Episodes kept in memory before the oldest are evicted.")
@@ -230,7 +234,7 @@ def serve(
     try:
         guards, policy = http_settings(
             host,
-            token_from_env(token),
+            secret_option(token, token_file, option="--token", env=TOKEN_ENV),
             allow_host,
             allow_origin,
             max_body,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -54,6 +56,45 @@ MaxConnectionsOpt = Annotated[
     int,
     typer.Option("--max-connections", help="Open connections beyond this get 503 and are closed."),
 ]
+
+TokenFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--token-file",
+        help="Read the token from this file instead (a command line is visible to every local "
+        "user in ps).",
+    ),
+]
+
+
+def secret_option(
+    given: str | None, file: Path | None, *, option: str, env: str | None = None
+) -> str | None:
+    """A secret an option carries (a bearer token): read from its file option (`OPTION-file`),
+    else taken from the command line, else from the environment variable `env`. A command line
+    is visible to every local user (`ps`), so a secret given there still works but prints one
+    warning line on stderr saying how to keep it off. ValueError, one sentence, for both at once
+    or a file that cannot be read."""
+    if given and file is not None:
+        raise ValueError(f"give either {option} or {option}-file, not both")
+    if file is not None:
+        try:
+            value = Path(file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise ValueError(f"cannot read {option}-file {file} ({reason})") from None
+        if not value:
+            raise ValueError(f"{option}-file {file} is empty")
+        return value
+    if given:
+        instead = f"set ${env} or use {option}-file FILE" if env else f"use {option}-file FILE"
+        typer.echo(
+            f"warning: {option} on the command line is visible to every local user (ps); {instead}",
+            err=True,
+        )
+        return given
+    return (os.environ.get(env) or None) if env else None
+
 
 DEFAULTS = {
     "max_body": DEFAULT_MAX_BODY,

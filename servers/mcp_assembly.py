@@ -75,6 +75,11 @@ class _StrategyTool(Tool):
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         return rendered(await self.call(self.name, arguments))
 
+    def get_meta(self) -> dict[str, Any] | None:  # type: ignore[override]
+        """No `_meta` in the listing: FastMCP's own (`{"fastmcp": {"tags": []}}`) tells a
+        client nothing, and some clients echo a tool's `_meta` into every call of it."""
+        return dict(self.meta) if self.meta else None
+
 
 class _UnlistedToStrategy(Middleware):
     """A call of a tool the server does not list goes to the call strategy too."""

@@ -75,9 +75,9 @@ class ListedTool:
         return tool_title(self.name)
 
     def wire(self) -> dict[str, Any]:
-        """Its entry in a `tools/list` result, as FastMCP's modern transport writes it."""
+        """Its entry in a `tools/list` result, as FastMCP's modern transport writes it for the
+        assembly's tools (no `_meta`: see `mcp_assembly._StrategyTool.get_meta`)."""
         return {
-            "_meta": {"fastmcp": {"tags": []}},
             "annotations": self.hints,
             "description": self.description,
             "inputSchema": self.input_schema,

@@ -20,10 +20,24 @@ USERS: dict[str, type[UserSimulator]] = {
 BENCHMARK_USERS: dict[str, dict[str, type[UserSimulator]]] = {"tau-bench": TAU_BENCH_USERS}
 
 
+#: The reference's names for our users (`tau2 run --user user_simulator`), taken as ours.
+REFERENCE_USER_NAMES = {"user_simulator": "llm", "dummy_user": "dummy"}
+#: Every way to name a user, as an unknown name is told.
+USER_CHOICES = (
+    f"one of {', '.join(USERS)}, a plug-in class as module:Class, or the reference's "
+    f"{', '.join(REFERENCE_USER_NAMES)}"
+)
+
+
 def user_class(name: str, benchmark: str = "tau2") -> type[UserSimulator]:
-    """A built-in user by name (as the domain's benchmark names its users), or a plug-in given
-    as `package.module:ClassName`."""
+    """A built-in user by name (ours, the reference's, or as the domain's benchmark names its
+    users), or a plug-in given as `package.module:ClassName`."""
     builtins = {**USERS, **BENCHMARK_USERS.get(benchmark, {})}
     return plugin_class(
-        name, builtins, UserSimulator, kind="user", base_label="simulator.UserSimulator"
+        REFERENCE_USER_NAMES.get(name, name),
+        builtins,
+        UserSimulator,
+        kind="user",
+        base_label="simulator.UserSimulator",
+        choices=USER_CHOICES,
     )

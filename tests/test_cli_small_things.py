@@ -5,6 +5,7 @@ comes after a blank line."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -118,3 +119,67 @@ def test_the_serve_banner_names_the_mcp_paths():
     assert base is not None, text
     assert f"{base.group()}/mock/agent/mcp" in text and f"{base.group()}/mock/user/mcp" in text
     assert "/{domain}/episodes/{id}/agent/mcp" in text, text
+
+
+# --- issue 31 item 16, the rest -------------------------------------------------------------------
+
+
+def test_run_without_a_domain_points_to_the_harness_not_to_tau_server():
+    refused = _invoke("run")
+    assert refused.exit_code == 1
+    assert "tau-server" not in refused.output
+    assert "--domain is required" in refused.output and "mock" in refused.output
+    assert "tau-harness domain NAME" in refused.output
+
+
+def test_the_unknown_agent_and_user_messages_name_every_choice():
+    agent = _invoke("run", "--domain", "mock", "--agent", "nope", "--data-dir", str(DEMO_DIR))
+    assert agent.exit_code == 1
+    for name in ("llm", "solo", "gt", "oracle", "cmd", "module:Class", "llm_agent",
+                 "llm_agent_gt", "llm_agent_solo"):  # fmt: skip
+        assert name in agent.output, (name, agent.output)
+    user = _invoke("run", "--domain", "mock", "--agent", "oracle", "--user", "nope",
+                   "--data-dir", str(DEMO_DIR))  # fmt: skip
+    assert user.exit_code == 1
+    for name in ("llm", "scripted", "dummy", "module:Class", "user_simulator", "dummy_user"):
+        assert name in user.output, (name, user.output)
+
+
+def _two_outcomes(tmp_path: Path) -> Path:
+    """A file where demo_create passes and demo_complete fails (its user never acts)."""
+    save_to = tmp_path / "r.json"
+    done = _invoke(
+        "run", "--domain", "mock", "--agent", "oracle", "--user", "scripted",
+        "--data-dir", str(DEMO_DIR), "--task-ids", "demo_create,demo_notice",
+        "--save-to", str(save_to),
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    document = json.loads(save_to.read_text())
+    document["simulations"][1]["reward_info"]["reward"] = 0.0
+    save_to.write_text(json.dumps(document))
+    return save_to
+
+
+def _task_rows(output: str) -> list[str]:
+    table = output[output.index("Tasks") : output.index("Simulations")]
+    return [t for t in ("demo_create", "demo_notice") if t in table]
+
+
+def test_view_only_failed_leaves_passing_tasks_out_of_the_task_table(tmp_path):
+    save_to = _two_outcomes(tmp_path)
+    assert _task_rows(_invoke("view", str(save_to)).output) == ["demo_create", "demo_notice"]
+    for flag in ("--only-show-failed", "--only-failed", "--only-show-all-failed"):
+        shown = _invoke("view", str(save_to), flag)
+        assert shown.exit_code == 0, shown.output
+        assert _task_rows(shown.output) == ["demo_notice"], (flag, shown.output)
+
+
+def test_evaluate_names_the_run_by_its_agent(tmp_path):
+    save_to = _two_outcomes(tmp_path)
+    regraded = _invoke(
+        "evaluate", "--domain", "mock", "--input", str(save_to), "--save-to",
+        str(tmp_path / "e.json"), "--data-dir", str(DEMO_DIR),
+    )  # fmt: skip
+    assert regraded.exit_code == 0, regraded.output
+    assert "run (run)" not in regraded.output
+    assert "oracle (e)" in regraded.output

@@ -486,3 +486,57 @@ async def test_a_backend_that_cannot_show_state_still_diagnoses(mock):
     d = info["info"]["diagnosis"]
     assert info["db_check"]["db_match"] is False
     assert d["category"] == "missing_action" and d["db_diff"] is None
+
+
+# --- issue 31 item 5: a call that met a gold action is no evidence against another ---------------
+
+
+async def test_a_matched_call_is_not_wrong_arguments_for_another_gold_action(mock):
+    domain, backend = mock
+    task = with_criteria(
+        domain.task("update_task_1"),
+        actions=[
+            Action(action_id="a", name="update_task_status", arguments=UPDATE),
+            Action(
+                action_id="b",
+                name="update_task_status",
+                arguments={"task_id": "task_1", "status": "pending"},
+            ),
+        ],
+    )
+
+    async def build(s):
+        s.say("user", "Please complete task_1, then set it back to pending.")
+        await s.call("update_task_status", **UPDATE)
+        s.say("assistant", "Done.")
+        s.say("user", "Thanks ###STOP###")
+
+    _, d = await _graded(domain, backend, task, build)
+    assert d["category"] == "missing_action", d["summary"]
+    [missing] = d["missing_actions"]
+    assert missing["action"]["action_id"] == "b"
+    assert missing["closest_call"] is None and missing["argument_diff"] is None
+    assert d["summary"] == "Gold action(s) never performed: update_task_status."
+
+
+@pytest.mark.needs_data("airline")
+async def test_airline_task_7_a_right_lookup_is_not_blamed():
+    """The probe's case: `play --domain airline --task-id 7`, the agent looks up XEHM4B (a gold
+    action) and stops; the gold lookup of 59XX6W is missing, not called with wrong arguments."""
+    domain = load("airline")
+    backend = EngineBackend({"airline": domain})
+    task = domain.task("7")
+
+    async def build(s):
+        s.say("user", "Hi, I need help with my reservations.")
+        await s.call("get_reservation_details", reservation_id="XEHM4B")
+        s.say("assistant", "hello there")
+
+    _, d = await _graded(domain, backend, task, build, ending="agent_stop")
+    assert d["category"] == "missing_action", d["summary"]
+    lookup = next(
+        m for m in d["missing_actions"] if m["action"]["name"] == "get_reservation_details"
+    )
+    assert lookup["action"]["arguments"] == {"reservation_id": "59XX6W"}
+    assert lookup["closest_call"] is None
+    assert "XEHM4B" not in d["summary"] and "wrong" not in d["summary"]

@@ -27,6 +27,7 @@ from tau_mcp.harness.results.lock import ResultsLocked, lock_path, results_lock
 from tau_mcp.harness.results.resume import differences
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer
+from tests.support.signals import interruptible
 
 cli = CliRunner()
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
@@ -85,6 +86,7 @@ def _start(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible(),
     )
 
 
@@ -440,6 +442,42 @@ def test_ctrl_c_says_how_many_are_saved_and_how_to_resume(tmp_path):
     assert last.startswith(f"interrupted: {saved} finished simulation")
     assert "rerun the same command" in last
     assert not lock_path(save_to).exists()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_run_leaves_the_file_holding_what_it_says(tmp_path, stop):
+    """Issue 31 item 6: 'N finished simulations saved in FILE' while FILE held fewer and the
+    rest sat in its journal (the file is rewritten every few seconds). On SIGINT and SIGTERM
+    the journal is folded into the file, so the file alone holds what the message counts."""
+    save_to = tmp_path / "r.json"
+    journal = journal_path(save_to)
+    proc = _start(save_to, "--num-trials", "40")
+
+    def on_disk() -> int:
+        try:
+            return len(json.loads(save_to.read_text())["simulations"])
+        except (OSError, ValueError):
+            return -1
+
+    try:
+        # two simulations in the journal that the file (rewritten every 5 s) does not hold yet
+        _wait_for(
+            lambda: journal.exists() and len(journal.read_text().splitlines()) >= on_disk() + 2,
+            proc,
+        )
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + stop, err[-2000:]
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    said = int(last.removeprefix("interrupted: ").split()[0])
+    assert said >= 2 and said == on_disk(), (last, on_disk())
+    assert not journal.exists() and not lock_path(save_to).exists()
+    assert f"saved in {save_to}" in last and "rerun the same command" in last
 
 
 def test_results_files_follow_the_umask(tmp_path):

@@ -25,6 +25,7 @@ from tau_mcp.servers.engine.tool_listing import tool_listing
 from tests.support.fake_llm_server import text
 from tests.support.harness import domain_available, load, mcp_backend
 from tests.support.mcp_agent_program import play
+from tests.support.signals import interruptible
 
 pytestmark = pytest.mark.needs_data
 
@@ -351,7 +352,9 @@ def test_the_serve_command_end_to_end(tmp_path):
     command += ["--domain", "mock", "--user", "scripted", "--judge-llm", "none"]
     command += ["--port", str(port), "--token", "tok", "--save-to", str(out)]
     command += ["--data-dir", str(DATA_DIR)]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, env=os.environ.copy())
+    proc = subprocess.Popen(
+        command, stderr=subprocess.PIPE, env=os.environ.copy(), preexec_fn=interruptible()
+    )
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": "Bearer tok"}
     try:
         deadline = time.monotonic() + 60

@@ -23,6 +23,7 @@ from tau_mcp.harness.results.lock import lock_path
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load
+from tests.support.signals import interruptible
 
 pytestmark = pytest.mark.e2e
 SLOW = "tests.test_harness_resume:SlowOracle"  # the oracle, 0.15 s a turn
@@ -65,7 +66,13 @@ def _run(command: list[str], timeout: float = 180) -> subprocess.CompletedProces
 
 def _start(command: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible(),
     )
 
 

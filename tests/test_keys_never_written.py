@@ -27,6 +27,7 @@ from tau_mcp.harness.results import ResultsFile, load_results
 from tests.support.data import DATA_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, echo_key, text
 from tests.support.server import free_port, real_server
+from tests.support.signals import interruptible
 
 pytestmark = [pytest.mark.needs_data("mock"), pytest.mark.e2e]
 
@@ -280,6 +281,32 @@ def test_an_agent_program_that_prints_its_environment(tmp_path: Path) -> None:
     assert not _search_files(tmp_path, skip={side / "token"}) + _leaks("output", text_out)
 
 
+def test_a_key_cut_by_the_output_tail_leaves_no_part_behind(tmp_path: Path) -> None:
+    """The recorded output is the program's last 2,000 characters. A key that starts before
+    that window and ends inside it was recorded in part: redaction, applied after the cut,
+    no longer recognised it. The program below puts the cut 10 characters before the end of
+    the key, every time."""
+    key = "svc-PLANTED-" + "k" * 20 + "0123456789"
+    from tau_mcp.harness.serve.command import OUTPUT_TAIL
+
+    program = (
+        f'{sys.executable} -c "import os, sys; '
+        f"sys.stdout.write('x' * 3000 + os.environ['MY_SERVICE_TOKEN'] + 'y' * {OUTPUT_TAIL - 10})\""
+    )
+    save_to = tmp_path / "cut.json"
+    done = _harness(
+        "run", "--domain", "mock", "--agent", "cmd", "--agent-cmd", program,
+        "--user", "scripted", "--judge-llm", "none", "--task-ids", "create_task_1",
+        "--save-to", str(save_to), "--data-dir", str(DATA_DIR),
+        env={**_env(), "MY_SERVICE_TOKEN": key},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    tail = load_results(save_to)["simulations"][0]["info"]["agent_command"]["output_tail"]
+    assert tail.endswith("y" * 100) and len(tail) <= OUTPUT_TAIL
+    assert "0123456789" not in tail, tail[:80]
+    assert not _search_files(tmp_path) + _leaks("output", done.stdout + done.stderr)
+
+
 def test_server_token_is_in_no_file_and_no_output(tmp_path: Path) -> None:
     token = PLANTED["server token"]
     with real_server("mock", "--token", token) as url:
@@ -323,6 +350,7 @@ def test_serve_save_to_answers_and_logs_hold_no_key(fake, tmp_path: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible(),
     )
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
     answers = []

@@ -379,3 +379,50 @@ def test_the_reference_validator_accepts_our_folder(good_folder):
     assert "Submission validation successful!" in done.stdout, done.stdout
     assert "Submission metrics validation successful!" in done.stdout, done.stdout
     assert "warning" not in done.stdout.lower()
+
+
+# --- issue 31 item 7: prepare and validate agree; placeholder metadata warned; redacted keys ------
+
+
+def test_validate_takes_the_folder_prepare_was_given(tmp_path, fake_runs):  # noqa: F811
+    out = tmp_path / "out"
+    made = prepare(*_board(fake_runs), "-o", out)
+    assert made.exit_code == 0, made.output
+    checked = invoke("submit", "validate", out, "--data-dir", DATA_DIR)
+    assert checked.exit_code == 0, checked.output
+    assert f"validating {_folder(out)}" in checked.output.replace("\n", "")
+    assert "is a valid submission" in checked.output
+    # two submission folders under one -o: which one is meant is asked, in one sentence
+    shutil.copytree(_folder(out), out / "other_submission")
+    both = invoke("submit", "validate", out, "--data-dir", DATA_DIR)
+    assert both.exit_code == 1
+    assert "holds 2 submission folders" in both.output and "name one of them" in both.output
+
+
+def test_prepare_warns_about_placeholder_metadata(tmp_path, fake_runs):  # noqa: F811
+    placeholder = prepare(fake_runs["retail"], "-o", tmp_path / "a")
+    assert placeholder.exit_code == 0, placeholder.output
+    warnings = [line for line in placeholder.output.splitlines() if line.startswith("warning:")]
+    assert any("My-Organization" in w and "--model-organization" in w for w in warnings), warnings
+    assert any("no contact" in w and "--email" in w for w in warnings), warnings
+    checked = invoke("submit", "validate", _folder(tmp_path / "a"), "--data-dir", DATA_DIR)
+    assert checked.exit_code == 0 and "My-Organization" in checked.output
+    named = prepare(
+        fake_runs["retail"], "-o", tmp_path / "b",
+        "--model-organization", "Acme", "--email", "eval@acme.example",
+    )  # fmt: skip
+    assert named.exit_code == 0, named.output
+    assert "warning:" not in named.output
+
+
+def test_a_results_file_with_redacted_keys_is_accepted(tmp_path, fake_runs):  # noqa: F811
+    """tau-mcp writes `[redacted]` where a key was: nothing secret is left to share."""
+
+    def redacted(document):
+        document["info"]["agent_info"]["llm_args"]["api_key"] = "[redacted]"
+        document["info"]["user_info"]["llm_args"]["api_key"] = "[redacted]"
+
+    run = edited_copy(fake_runs["airline"], tmp_path / "airline.json", redacted)
+    result = prepare(run, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "no-secrets" not in result.output

@@ -282,3 +282,28 @@ async def test_every_direct_call_passes_the_request_gate(fake):
     finally:
         llm.set_request_gate(None)
     assert held == ["openai/gated-model"] * 2
+
+
+async def test_a_reply_holding_a_lone_surrogate_is_read_like_litellm_reads_it(fake, monkeypatch):
+    """Issue 31 item 8: `\\ud800` in a reply is valid JSON (the escape of a lone UTF-16
+    surrogate); the cheap route called it 'non-JSON' and the simulation an infrastructure
+    error. Both routes read it, and the next request carries it back."""
+    said = "Half an emoji: \ud83d, then more."
+    full_body, full_message, direct_body, direct_message = await _both(
+        fake, "surrogate-model", text(said), monkeypatch, **fake.llm_args()
+    )
+    assert full_body == direct_body
+    assert direct_message.content == full_message.content == said
+    history = [*CONVERSATION, direct_message, ChatMessage(role="user", content="Go on.")]
+    fake.script("surrogate-model", text("ok"))
+    following = await llm.generate("openai/surrogate-model", history, **fake.llm_args())
+    assert following.content == "ok"
+    assert fake.requests["surrogate-model"][-1]["messages"][-2]["content"] == said
+
+
+def test_a_reply_that_is_not_json_says_why():
+    from tau_mcp.conversation import wire_json
+
+    with pytest.raises(ValueError):
+        wire_json.loads(b"<html>busy</html>")
+    assert wire_json.loads(b'{"a": "\\ud800"}') == {"a": "\ud800"}

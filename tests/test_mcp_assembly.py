@@ -111,3 +111,16 @@ def test_both_servers_are_built_by_the_assembly_and_only_it_builds_fastmcp_serve
         "servers/mcp_tools.py",
         "harness/serve/endpoint.py",
     }
+
+
+async def test_tools_carry_no_fastmcp_meta_tags() -> None:
+    """Issue 31 item 16: FastMCP put `_meta: {"fastmcp": {"tags": []}}` on every tool, and some
+    clients echo a tool's `_meta` into every call of it. The listing has none, on FastMCP's path
+    and on the short path alike (tests/test_fast_calls.py checks that they agree)."""
+    from tau_mcp.servers.mcp_listing import ListedTool as Listed
+
+    async with Client(_server([])) as client:
+        listed = await client.list_tools()
+    assert [t.meta for t in listed] == [None, None]
+    assert all("_meta" not in t.model_dump(by_alias=True, exclude_none=True) for t in listed)
+    assert "_meta" not in Listed("x", "X.", SCHEMA, READ).wire()

@@ -183,3 +183,46 @@ def test_the_simulations_keep_the_run_order(tmp_path, layout):
     _convert(source, "--to", layout, "-o", out)
     ids = [s["id"] for s in load_results(out)["simulations"]]
     assert ids == [f"sim-{i}" for i in range(5)]
+
+
+# --- issue 31 item 4: broken input is refused, a second backup keeps the first -------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["not json\n", '{\n  "timestamp": "2025", "info": {}, "simulations": [{"id": "a", "task'],
+    ids=["not-json", "truncated"],
+)
+@pytest.mark.parametrize("to", ["json", "tau-mcp", "dir"])
+def test_convert_refuses_broken_input_in_one_sentence(tmp_path, content, to):
+    path = tmp_path / "x.json"
+    path.write_text(content)
+    result = invoke("convert-results", path, "--to", to)
+    assert result.exit_code == 1, result.output
+    assert "nothing to do" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot read {path}"), result.output
+    assert path.read_text() == content  # left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+def test_a_second_conversion_keeps_the_first_backup(tmp_path):
+    path = _ours(tmp_path / "results.json")
+    original = path.read_bytes()
+    first = invoke("convert-results", path, "--to", "json")
+    assert first.exit_code == 0, first.output
+    as_json = path.read_bytes()
+    second = invoke("convert-results", path, "--to", "tau-mcp")
+    assert second.exit_code == 0, second.output
+    backups = sorted(p for p in tmp_path.iterdir() if ".bak" in p.name)
+    assert [p.read_bytes() for p in backups] == [original, as_json], backups
+    assert f"backup: {backups[1]}" in second.output.replace("\n", "")
+    # folders too: a folder's backup (metadata and simulations) takes one free number
+    folder = tmp_path / "dir"
+    _convert(path, "--to", "dir", "-o", folder)
+    for to in ("json", "dir", "json"):
+        _convert(folder / "results.json", "--to", to)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "results.json", "results.json.bak", "results.json.bak.1", "results.json.bak.2",
+        "simulations.bak", "simulations.bak.2",
+    ]  # fmt: skip

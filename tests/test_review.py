@@ -225,3 +225,49 @@ def test_an_existing_output_is_not_replaced_unasked(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["review", str(source), "--review-llm", "openai/x"])
     assert result.exit_code == 1 and "--overwrite" in result.output
     assert (tmp_path / "results_reviewed.json").read_text() == "keep me"
+
+
+# --- issue 31 item 8: a task without gold actions is reviewed, not an infrastructure error -------
+FULL_REVIEW_REPLY = '{"summary": "Fine.", "errors": []}'
+AUTH_REPLY = '{"status": "not_needed", "reasoning": "No account was touched."}'
+
+
+def test_a_task_without_gold_actions_shows_the_reviewer_an_empty_trajectory(texts):
+    from tests.support.harness import load
+
+    task = load("mock", DATA_DIR).task("create_task_1_nl_eval")
+    assert task.evaluation_criteria.actions is None
+    assert render_actions(texts, task) == "```json\n[]\n```"
+
+
+def test_auto_review_on_tasks_without_gold_actions_runs_clean(tmp_path, monkeypatch):
+    """mock's create_task_1_nl_eval and update_task_with_history_and_env_assertions have no
+    gold actions: each was an infrastructure error and the run exited 1."""
+    import tau_mcp
+    from tau_mcp.harness.review import ReviewSettings
+    from tests.support.fake_llm_server import FakeLLMServer
+    from tests.support.fake_llm_server import text as reply
+
+    with FakeLLMServer() as fake:
+
+        def answer(body):
+            wants_auth = "authentication" in json.dumps(body["messages"]).lower()
+            return reply(AUTH_REPLY if wants_auth else FULL_REVIEW_REPLY)
+
+        fake.respond("fake-review", answer)
+        monkeypatch.setenv("OPENAI_API_BASE", fake.api_base)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
+        ids = ["create_task_1_nl_eval", "update_task_with_history_and_env_assertions"]
+        results = tau_mcp.run(
+            tau_mcp.RunConfig(
+                domain="mock", data_dir=DATA_DIR, agent="oracle", user="scripted",
+                judge_llm="none", task_ids=ids, max_retries=0,
+                review=ReviewSettings("full", "openai/fake-review"),
+            )
+        )  # fmt: skip
+        assert len(fake.requests["fake-review"]) == 4
+    for sim in results.simulations:
+        assert sim["termination_reason"] != "infrastructure_error", sim["info"].get("error")
+        assert sim["review"]["summary"] == "Fine."
+        assert sim["auth_classification"]["reasoning"] == "No account was touched."

@@ -32,6 +32,7 @@ from tau_mcp.harness.serve.simulation import Conflict, SimulationHub, Unavailabl
 from tests.support.data import DEMO_DIR, ROOT
 from tests.support.harness import load
 from tests.support.server import free_port
+from tests.support.signals import interruptible
 
 TASK = "demo_create"
 
@@ -101,7 +102,7 @@ def _serve(save_to: Path, port: int, preexec=None) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=preexec,
+        preexec_fn=interruptible(preexec),
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 from tau_mcp.servers.knowledge.sandbox import sandbox_problem
 from tests.support.data import DATA_DIR
 from tests.support.server import free_port
+from tests.support.signals import interruptible
 
 pytestmark = pytest.mark.e2e
 
@@ -76,6 +77,7 @@ def test_a_stopped_server_removes_its_knowledge_base_files_and_exits_0(open_tmp,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": str(open_tmp)},
+        preexec_fn=interruptible(),
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -117,7 +119,11 @@ def test_a_stopped_stdio_server_exits_0(signum):
 
     stdio = [*SERVE[:-1], "stdio", "--domain", "mock", "--data-dir", str(DEMO_DIR)]
     proc = subprocess.Popen(
-        stdio, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        stdio,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=interruptible(),
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None

@@ -18,15 +18,26 @@ BUILTIN_AGENTS: dict[str, type[Agent]] = {
 }
 
 
+#: The reference's names for our agents (`tau2 run --agent llm_agent`), taken as ours.
+REFERENCE_AGENT_NAMES = {"llm_agent": "llm", "llm_agent_gt": "gt", "llm_agent_solo": "solo"}
+#: Every way to name an agent, as an unknown name is told.
+AGENT_CHOICES = (
+    f"one of {', '.join(BUILTIN_AGENTS)}, cmd (a program, with --agent-cmd), a plug-in class as "
+    f"module:Class, or the reference's {', '.join(REFERENCE_AGENT_NAMES)}"
+)
+
+
 def agent_class(name: str) -> type[Agent]:
-    """A built-in agent by name, or a plug-in given as `package.module:ClassName`."""
+    """A built-in agent by name (ours or the reference's), or a plug-in given as
+    `package.module:ClassName`."""
     return plugin_class(
-        name,
+        REFERENCE_AGENT_NAMES.get(name, name),
         BUILTIN_AGENTS,
         Agent,
         kind="agent",
         base_label="tau_mcp.harness.agents.Agent",
         search_cwd=True,  # console scripts do not look in the working directory
+        choices=AGENT_CHOICES,
     )
 
 

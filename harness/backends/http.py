@@ -14,6 +14,7 @@ import uuid
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+from tau_mcp.conversation.errors import ConfigError
 from tau_mcp.conversation.tools import result_cost
 from tau_mcp.harness.backends import (
     EpisodeOptions,
@@ -119,11 +120,19 @@ class HttpBackend:
     """Episodes on a tau-server, reached by URL or in-process through its ASGI app."""
 
     def __init__(
-        self, base_url: str | None = None, *, app: Any = None, token: str | None = None
+        self,
+        base_url: str | None = None,
+        *,
+        app: Any = None,
+        token: str | None = None,
+        task_set: str | None = None,
     ) -> None:
+        """`task_set`: the named task set the caller's domain is bound to; every episode is
+        created from that set's task on the server (its own task of the id may differ)."""
         if (base_url is None) == (app is None):
             raise ValueError("give either a server URL or an app")
         self.app = app
+        self.task_set = task_set
         self.base_url = (base_url or IN_PROCESS_BASE).rstrip("/")
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._stack = AsyncExitStack()
@@ -221,6 +230,8 @@ class HttpBackend:
         body = {"task_id": task_id, "episode_id": episode_id}
         if options is not None:
             body |= options.body()
+        if self.task_set is not None:
+            body["task_set"] = self.task_set
         data = await self._request(
             "POST",
             f"/{domain}/episodes",
@@ -228,6 +239,13 @@ class HttpBackend:
             idempotent=True,
             accept=(409,),
         )
+        if self.task_set is not None and data is not None and data.get("task_set") is None:
+            raise ConfigError(
+                f"the tau-server at {self.base_url} does not take a task set with an episode "
+                f"(it is older than this harness), so it would start task '{task_id}' from its "
+                f"own tasks, not from {self.task_set}'s; upgrade it, or run without "
+                "--server or without --task-set-name"
+            )
         config = options.retrieval_config if options is not None else None
         if data is None:
             base = f"/{domain}/episodes/{episode_id}"
@@ -338,11 +356,12 @@ async def in_process_backend(domains: dict, token: str | None = None) -> HttpBac
 
 
 async def remote_backend(
-    url: str, token: str | None = None, domain: str | None = None
+    url: str, token: str | None = None, domain: str | None = None, task_set: str | None = None
 ) -> HttpBackend:
     """A backend on a running server, checked first so a wrong URL, a missing token or a domain
-    the server does not serve is one clear error instead of a run of failed simulations."""
-    backend = await HttpBackend(url, token=token).start()
+    the server does not serve is one clear error instead of a run of failed simulations.
+    `task_set`: every episode starts from that named set's task (see `HttpBackend`)."""
+    backend = await HttpBackend(url, token=token, task_set=task_set).start()
     assert backend.exchange is not None
     try:
         reply = await backend.exchange.send("GET", "/health")

@@ -4,6 +4,7 @@ JSON options, and the set-up of domain, backend (`tau_mcp.harness.wiring`) and j
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -27,6 +28,8 @@ __all__ = [
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
     "REVIEW_LLM_HELP",
+    "SERVER_TOKEN_FILE_HELP",
+    "SERVER_TOKEN_HELP",
     "TASK_SET_HELP",
     "console",
     "fail",
@@ -36,6 +39,7 @@ __all__ = [
     "load_domain",
     "open_backend",
     "retrieval_kwargs_option",
+    "server_token_option",
     "split_ids",
 ]
 
@@ -71,10 +75,39 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+#: `--server-token`: the bearer token of a `--server` (also $TAU_SERVER_TOKEN, or a file).
+SERVER_TOKEN_HELP = (
+    "Bearer token of --server (or $TAU_SERVER_TOKEN, or --server-token-file: a command line "
+    "is visible to every local user in ps)."
+)
+SERVER_TOKEN_FILE_HELP = "Read --server's bearer token from this file."
+
+
+def server_token_option(given: str | None, file: Path | None) -> str | None:
+    """`--server-token` / `--server-token-file` / $TAU_SERVER_TOKEN (a token on the command
+    line is warned about); one sentence for a file that cannot be read."""
+    from tau_mcp.servers.auth import TOKEN_ENV
+    from tau_mcp.servers.http_options import secret_option
+
+    try:
+        return secret_option(given, file, option="--server-token", env=TOKEN_ENV)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 def json_arg(name: str, raw: str | None) -> dict[str, Any]:
-    """A JSON-object option (`{}` when not given); anything else fails with one sentence."""
+    """A JSON-object option (`{}` when not given), or `@FILE`: the JSON object in that file
+    (keys then stay off the command line, which every local user sees in `ps`: a key given
+    inline works but is warned about). Anything else fails with one sentence."""
     if not raw:
         return {}
+    inline = not raw.startswith("@")
+    if not inline:
+        path = Path(raw[1:]).expanduser()
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"cannot read {name} from {path} ({getattr(exc, 'strerror', None) or exc})")
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -82,6 +115,14 @@ def json_arg(name: str, raw: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         fail(f"{name} must be a JSON object")
     redaction.remember_args(value)  # model arguments: their keys never reach a file or screen
+    named = redaction.literal_secret_names(value) if inline else []
+    if named:
+        typer.echo(
+            f"warning: {name} holds {', '.join(named)} on the command line, visible to every "
+            'local user (ps); set the provider\'s key variable, write "os.environ/NAME" as '
+            f"the value, or pass the JSON as {name} @FILE",
+            err=True,
+        )
     return value
 
 

@@ -12,6 +12,8 @@ from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     JUDGE_HELP,
     RETRIEVAL_KWARGS_HELP,
+    SERVER_TOKEN_FILE_HELP,
+    SERVER_TOKEN_HELP,
     TASK_SET_HELP,
     console,
     fail,
@@ -19,6 +21,7 @@ from tau_mcp.harness.cli.common import (
     load_domain,
     open_backend,
     retrieval_kwargs_option,
+    server_token_option,
 )
 from tau_mcp.harness.preflight import check_models, judge_use, needs_judge
 from tau_mcp.harness.report import print_summary
@@ -52,8 +55,9 @@ def evaluate(
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(
-        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token for --server."
+    server_token: str = typer.Option(None, "--server-token", help=SERVER_TOKEN_HELP),
+    server_token_file: Path = typer.Option(
+        None, "--server-token-file", help=SERVER_TOKEN_FILE_HELP
     ),
     max_concurrency: int = typer.Option(
         8, "--max-concurrency", min=1, help="Simulations replayed and graded at once."
@@ -80,6 +84,7 @@ def evaluate(
     from tau_mcp.harness.results import refuse_unfinished_run, write_regraded
 
     judge = judge_option(judge_llm, judge_llm_args)
+    server_token = server_token_option(server_token, server_token_file)
     try:
         document = load_results(input)
         domain = domain or recorded_domain(document, input)
@@ -107,6 +112,7 @@ def evaluate(
         graded["simulations"],
         f"{domain}: re-graded {input.name}",
         info=graded.get("info"),
+        label=str(save_to),
     )
     console.print(f"re-graded results saved to {save_to}")
 

@@ -16,6 +16,8 @@ from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
+    SERVER_TOKEN_FILE_HELP,
+    SERVER_TOKEN_HELP,
     TASK_SET_HELP,
     console,
     fail,
@@ -23,6 +25,7 @@ from tau_mcp.harness.cli.common import (
     load_domain,
     open_backend,
     retrieval_kwargs_option,
+    server_token_option,
 )
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.report import print_grade
@@ -67,7 +70,10 @@ def play(
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(None, "--server-token", envvar="TAU_SERVER_TOKEN"),
+    server_token: str = typer.Option(None, "--server-token", help=SERVER_TOKEN_HELP),
+    server_token_file: Path = typer.Option(
+        None, "--server-token-file", help=SERVER_TOKEN_FILE_HELP
+    ),
     data_dir: Path = typer.Option(None, "--data-dir", help="Reference data folder."),
     retrieval_config: str = typer.Option(None, "--retrieval-config", help=RETRIEVAL_HELP),
     retrieval_kwargs: str = typer.Option(
@@ -108,7 +114,7 @@ def play(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval,
             server=server,
-            server_token=server_token,
+            server_token=server_token_option(server_token, server_token_file),
             **llm_args,
         )
         sim = asyncio.run(go(loaded, config))

@@ -25,12 +25,15 @@ from tau_mcp.harness.cli.common import (
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     REVIEW_LLM_HELP,
+    SERVER_TOKEN_FILE_HELP,
+    SERVER_TOKEN_HELP,
     TASK_SET_HELP,
     console,
     fail,
     json_arg,
     llm_args_option,
     retrieval_kwargs_option,
+    server_token_option,
 )
 from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.cli.tau2_options import (
@@ -49,8 +52,8 @@ from tau_mcp.harness.prompt_sets import help_defaults
 from tau_mcp.harness.results import ResultsError, SimulationRecord
 from tau_mcp.harness.review import ReviewSettings, check_mode
 from tau_mcp.harness.run_outcome import (
-    INTERRUPTED_EXIT,
     infra_failure_message,
+    interrupted_exit,
     interrupted_message,
     progress_rate,
     stopped_message,
@@ -88,6 +91,12 @@ def run(
     ),
     agent_cmd: str = typer.Option(
         None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
+    ),
+    outside_agent_name: str = typer.Option(
+        None,
+        "--agent-name",
+        help="With --agent cmd: a label for the program's agent (e.g. the model it runs), "
+        "recorded and shown in place of a model (none of ours is called).",
     ),
     timeout: float = typer.Option(
         None,
@@ -183,8 +192,9 @@ def run(
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(
-        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token."
+    server_token: str = typer.Option(None, "--server-token", help=SERVER_TOKEN_HELP),
+    server_token_file: Path = typer.Option(
+        None, "--server-token-file", help=SERVER_TOKEN_FILE_HELP
     ),
     save_to: Path = typer.Option(
         None,
@@ -303,8 +313,12 @@ def run(
             fail(f"--env {env} and --domain {domain} disagree")
         domain = named
     if not domain:
+        from tau_mcp.servers.domains.registry import domain_names  # reads no domain
+
         fail(
-            "--domain is required (see `tau-server serve --help` for the domains), or a --preset that sets it"
+            f"--domain is required (one of {', '.join(domain_names())}; `tau-harness domains` "
+            "says where each comes from, `tau-harness domain NAME` describes one), or a "
+            "--preset that sets it"
         )
     agent = _strategy("agent", agent, agent_strategy)
     user = _strategy("user", user, user_strategy)
@@ -334,6 +348,7 @@ def run(
             task_set_name=task_set_name,
             agent=agent,
             agent_cmd=agent_cmd,
+            agent_name=outside_agent_name,
             agent_llm=agent_llm,
             agent_llm_args=llm_args_option("--agent-llm-args", agent_llm_args),
             user=user,
@@ -370,7 +385,7 @@ def run(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
             server=server,
-            server_token=server_token,
+            server_token=server_token_option(server_token, server_token_file),
             workers=workers,
             ray=ray,
             provider_limits=provider_limit,
@@ -384,15 +399,16 @@ def run(
         fail(stopped_message(str(exc), config.save_to))
     except (ConfigError, EngineError, InfrastructureError, ResultsError, ValueError) as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stopped:  # Ctrl-C, or SIGTERM (RunStopped)
         typer.echo(interrupted_message(config.save_to), err=True)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+        raise typer.Exit(interrupted_exit(stopped)) from None
     from tau_mcp.harness.report import print_summary  # its modules are needed once, at the end
 
     print_summary(
         console,
         results.simulations,
-        f"{config.domain}: {config.agent} agent, {config.user} user",
+        f"{config.domain}: {config.agent} agent{f' ({config.agent_name})' if config.agent_name else ''}, "
+        f"{config.user} user",
         info=results.header["info"],
         label=str(config.save_to or "run"),
     )
@@ -450,14 +466,32 @@ def _strategy(side: str, name: str, strategy: str | None) -> str:
 
 
 class ProgressBar:
-    """The run's progress on the terminal: a bar counting simulations and the pass rate over
-    graded ones (infrastructure errors beside it), shown once the run has really started."""
+    """The run's progress: on a terminal, a line as soon as the run has started (before the
+    data is read), then a bar counting simulations, those running and the pass rate over graded ones
+    (infrastructure errors beside it), shown once the simulations start. A console that is
+    not a terminal (a log) shows no bar until the end, so it gets a line when the
+    simulations start and then one at most every LOG_EVERY seconds as they finish."""
+
+    LOG_EVERY = 10.0
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.passed = self.graded = self.infra = 0
+        self.passed = self.graded = self.infra = self.running = self.done = 0
+        self.todo = 0
         self.progress: Progress | None = None
         self.bar: Any = None
+        self.began_at = self.logged_at = 0.0
+
+    def loading(self) -> None:
+        if not console.is_terminal:
+            return  # a log: its lines start when the simulations do, errors stay one line
+        agent = self.config.agent_name or self.config.agent
+        console.print(
+            f"starting a run on {self.config.domain} ({agent} agent, {self.config.user} user): "
+            "loading the data",
+            markup=False,
+            highlight=False,
+        )
 
     @contextmanager
     def watching(self) -> Iterator[None]:
@@ -465,6 +499,7 @@ class ProgressBar:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            TextColumn("{task.fields[running]} running"),
             TextColumn("pass {task.fields[rate]}"),
             TimeElapsedColumn(),
             console=console,
@@ -472,7 +507,9 @@ class ProgressBar:
         ) as progress:
             self.progress = progress
             # hidden until the run starts, so a refusal (lock, resume) prints no empty bar
-            self.bar = progress.add_task(self.config.domain, total=None, rate="-", visible=False)
+            self.bar = progress.add_task(
+                self.config.domain, total=None, rate="-", running=0, visible=False
+            )
             try:
                 yield
             except ConfigError:
@@ -481,11 +518,25 @@ class ProgressBar:
                 progress.update(self.bar, visible=False)
                 raise
 
+    @property
+    def logging(self) -> bool:
+        """Whether progress goes to a log (no terminal) as lines."""
+        return self.progress is not None and not self.progress.console.is_interactive
+
     def started(self, notes: list[str], todo: int) -> None:
         assert self.progress is not None
         for line in notes:
             self.progress.console.print(line, markup=False, highlight=False)
+        self.todo = todo
+        self.began_at = self.logged_at = time.monotonic()
+        if self.logging:
+            self._log(f"{todo} simulation{'' if todo == 1 else 's'} to run")
         self.progress.update(self.bar, total=todo, visible=True)
+
+    def began(self, task_id: str, trial: int) -> None:
+        assert self.progress is not None
+        self.running += 1
+        self.progress.update(self.bar, running=self.running)
 
     def finished(self, record: SimulationRecord) -> None:
         assert self.progress is not None
@@ -494,5 +545,20 @@ class ProgressBar:
             self.passed += is_success(record.reward)
         else:
             self.infra += 1
+        self.running = max(0, self.running - 1)
+        self.done += 1
         rate = progress_rate(self.passed, self.graded, self.infra)
-        self.progress.update(self.bar, advance=1, rate=rate)
+        self.progress.update(self.bar, advance=1, rate=rate, running=self.running)
+        now = time.monotonic()
+        if self.logging and (self.done == self.todo or now - self.logged_at >= self.LOG_EVERY):
+            self.logged_at = now
+            plain = progress_rate(self.passed, self.graded, 0)
+            infra = f", {self.infra} infrastructure error{'s' * (self.infra != 1)}"
+            self._log(
+                f"{self.done}/{self.todo} done, {self.running} running, pass {plain}"
+                f"{infra if self.infra else ''}, {now - self.began_at:.0f} s"
+            )
+
+    def _log(self, text: str) -> None:
+        assert self.progress is not None
+        self.progress.console.print(f"{self.config.domain}: {text}", markup=False, highlight=False)

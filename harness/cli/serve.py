@@ -15,12 +15,15 @@ from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
+    SERVER_TOKEN_FILE_HELP,
+    SERVER_TOKEN_HELP,
     TASK_SET_HELP,
     fail,
     json_arg,
     load_domain,
     open_backend,
     retrieval_kwargs_option,
+    server_token_option,
 )
 from tau_mcp.harness.config import DEFAULT_SEED
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -36,6 +39,8 @@ from tau_mcp.servers.http_options import (
     KeepAliveOpt,
     MaxBodyOpt,
     MaxConnectionsOpt,
+    TokenFileOpt,
+    secret_option,
 )
 
 TOKEN_ENV = "TAU_HARNESS_TOKEN"
@@ -54,17 +59,19 @@ def serve(
     server: str = typer.Option(
         None, "--server", help="URL of a running tau-server (default: in-process)."
     ),
-    server_token: str = typer.Option(
-        None, "--server-token", envvar="TAU_SERVER_TOKEN", help="Bearer token of --server."
+    server_token: str = typer.Option(None, "--server-token", help=SERVER_TOKEN_HELP),
+    server_token_file: Path = typer.Option(
+        None, "--server-token-file", help=SERVER_TOKEN_FILE_HELP
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (loopback)."),
     port: int = typer.Option(8100, "--port", help="TCP port."),
     token: str = typer.Option(
         None,
         "--token",
-        envvar=TOKEN_ENV,
-        help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV}).",
+        help=f"Require 'Authorization: Bearer TOKEN' on every request (or ${TOKEN_ENV}, or "
+        "--token-file: a command line is visible to every local user in ps).",
     ),
+    token_file: TokenFileOpt = None,
     save_to: Path = typer.Option(
         None, "--save-to", help="Results file finished simulations are appended to (resumable)."
     ),
@@ -103,6 +110,12 @@ def serve(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
+    agent_name: str = typer.Option(
+        None,
+        "--agent-name",
+        help="A label for the outside agent that plays (e.g. claude-code), recorded in the "
+        "results header and shown in place of a model.",
+    ),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from tau_mcp.conversation.llm import DEFAULT_LLM
@@ -125,6 +138,7 @@ def serve(
             data_dir=data_dir,
             task_set_name=task_set_name,
             agent="mcp",
+            agent_name=agent_name,
             user=user,
             user_llm=user_llm,
             user_llm_args=json_arg("--user-llm-args", user_llm_args),
@@ -137,11 +151,15 @@ def serve(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
             server=server,
-            server_token=server_token,
+            server_token=server_token_option(server_token, server_token_file),
         )
     except ConfigError as exc:
         fail(str(exc))
-    redaction.remember(token, server_token)
+    try:
+        token = secret_option(token, token_file, option="--token", env=TOKEN_ENV)
+    except ValueError as exc:
+        fail(str(exc))
+    redaction.remember(token, config.server_token)
     try:
         guards, policy = http_settings(
             host,

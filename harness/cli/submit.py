@@ -158,6 +158,8 @@ def prepare(
         fail(str(exc))
         return
     console.print(f"submission written to {done.folder}", soft_wrap=True)
+    for warning in sub.placeholder_warnings(done.submission):
+        typer.echo(f"warning: {warning}", err=True)
     for domain, scores in done.scores.items():
         shown = " | ".join(
             f"pass^{k} {scores.percent(k):.1f}%" for k in (1, 2, 3, 4) if k in scores.pass_hat
@@ -237,9 +239,14 @@ def validate(
     ),
 ) -> None:
     """Check a submission folder as the board does: schema, rules, every figure recomputed."""
+    from tau_mcp.harness.leaderboard.validate import submission_folder
     from tau_mcp.harness.leaderboard.validate import validate as check
 
     try:
+        chosen = submission_folder(folder)
+        if chosen != folder:  # `submit prepare -o FOLDER` puts the submission one level down
+            console.print(f"validating {chosen}", soft_wrap=True, highlight=False)
+            folder = chosen
         report = check(folder, data_dir)
     except (SchemaError, EngineError, ValueError) as exc:
         fail(str(exc))

@@ -15,8 +15,11 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-AGENT_NAMES = {"llm_agent": "llm", "llm_agent_gt": "gt", "llm_agent_solo": "solo"}
-USER_NAMES = {"user_simulator": "llm", "dummy_user": "dummy"}
+from tau_mcp.harness.agents import REFERENCE_AGENT_NAMES
+from tau_mcp.simulator.registry import REFERENCE_USER_NAMES
+
+AGENT_NAMES = REFERENCE_AGENT_NAMES
+USER_NAMES = REFERENCE_USER_NAMES
 VOICE_AGENTS = {"discrete_time_audio_native_agent"}
 VOICE_USERS = {"voice_streaming_user_simulator"}
 NO_VOICE = "tau-mcp has no voice (full-duplex) mode"

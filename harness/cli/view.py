@@ -14,6 +14,7 @@ from tau_mcp.harness.report import (
     simulations_table,
     task_rates_table,
 )
+from tau_mcp.harness.report.summary import agent_label, settings_of
 from tau_mcp.harness.results import ResultsError, load_results
 
 
@@ -106,8 +107,13 @@ def view(
     for file, document in loaded:
         sims = document["simulations"]
         print_summary(console, sims, f"{file.name}", info=document.get("info"), label=str(file))
-        console.print(task_rates_table(sims))
-        console.print(simulations_table(kept(sims)))
+        shown = kept(sims)
+        # with a filter, the task table keeps the tasks of the simulations shown (each with
+        # all its trials counted), so a task that always passed is not listed
+        filtered = only_failed or only_all_failed
+        tasks = {str(s.get("task_id")) for s in shown} if filtered else None
+        console.print(task_rates_table(sims, tasks))
+        console.print(simulations_table(shown))
 
 
 def all_failed(sims: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,11 +152,7 @@ def list_results(folder: Path) -> None:
         table.add_row(
             path.name,
             str((info.get("environment_info") or {}).get("domain_name") or "-"),
-            str(
-                (info.get("agent_info") or {}).get("llm")
-                or (info.get("agent_info") or {}).get("implementation")
-                or "-"
-            ),
+            str(agent_label(settings_of(document)) or "-"),
             str((info.get("user_info") or {}).get("implementation") or "-"),
             str(len(document["simulations"])),
             "-" if pass_1 is None else f"{pass_1:.1%}",

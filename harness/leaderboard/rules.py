@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from tau_mcp.harness.metrics import INFRA
+from tau_mcp.harness.redaction import REDACTED
+from tau_mcp.harness.results.folder import LayoutError
+from tau_mcp.harness.results.layouts import read as read_layout
 
 MIN_TRIALS = 4
 SECRET_ARGS = frozenset({"api_key", "aws_secret_access_key", "aws_session_token", "token"})
@@ -200,9 +203,13 @@ def _retrieval(runs: list[Run], given: str | Mapping[str, str | None] | None) ->
 def _secrets(runs: list[Run]) -> list[Problem]:
     problems = []
     for run in runs:
+        recorded = _recorded_info(run)
         for side in ("agent", "user"):
-            args = run.side(side)["llm_args"] or {}
-            found = sorted(k for k in args if k.lower() in SECRET_ARGS and args[k])
+            args = (recorded.get(f"{side}_info") or {}).get("llm_args") or {}
+            # `[redacted]` is what tau-mcp writes where a key was: nothing is left to share
+            found = sorted(
+                k for k in args if k.lower() in SECRET_ARGS and args[k] not in (None, "", REDACTED)
+            )
             if found:
                 problems.append(
                     Problem(
@@ -213,6 +220,16 @@ def _secrets(runs: list[Run]) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def _recorded_info(run: Run) -> dict[str, Any]:
+    """The run header as the file holds it: a read document shows keys as `[redacted]`, but
+    a submission copies the file's bytes, so what counts is what is on disk."""
+    try:
+        info = read_layout(run.path).get("info")
+    except (LayoutError, OSError):  # a document given in memory: its header is all there is
+        info = run.info
+    return info if isinstance(info, dict) else {}
 
 
 def verify_run(run: Run, data_dir: Path | None) -> list[Problem]:

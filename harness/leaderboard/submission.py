@@ -33,6 +33,8 @@ from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schem
 from tau_mcp.harness.results import journal_path, load_results
 from tau_mcp.harness.results.layouts import convert_document, detect, json_text
 
+#: The organisation the reference's prompts offer when Enter is pressed: a placeholder.
+PLACEHOLDER_ORGANIZATION = "My-Organization"
 REFERENCE_VERSION = "1.0.1"  # the tau2-bench release whose tasks, prompts and grading we run
 SUBMISSION_TYPES = ("standard", "custom")
 REFERENCE_TYPES = ("paper", "blog_post", "documentation", "model_card", "github", "huggingface")
@@ -154,8 +156,9 @@ def defaults(runs: list[Run], today: dt.date | None = None) -> Metadata:
     today = today or dt.date.today()
     first = runs[0]
     return Metadata(
-        model_name=first.side("agent")["llm"],
-        model_organization="My-Organization",
+        # an outside agent records no model; its label (--agent-name) names it, if given
+        model_name=first.side("agent")["llm"] or (first.info.get("agent_info") or {}).get("name"),
+        model_organization=PLACEHOLDER_ORGANIZATION,
         is_new=True,
         submission_type="standard",
         submission_date=today,
@@ -183,6 +186,30 @@ def finish(meta: Metadata) -> Metadata:
     if meta.announcement_url and not meta.release_date:
         raise SubmissionError("an announcement URL needs the model's --release-date too")
     return meta
+
+
+def placeholder_warnings(submission: dict[str, Any]) -> list[str]:
+    """What a submission (as submission.json holds it) still says by default and a person
+    must fill in before it goes to the board: the placeholder organisation, no contact."""
+    found = []
+    for key, option in (
+        ("model_organization", "--model-organization"),
+        ("submitting_organization", "--submitting-organization"),
+    ):
+        if submission.get(key) == PLACEHOLDER_ORGANIZATION:
+            found.append(
+                f"{key} is the placeholder {PLACEHOLDER_ORGANIZATION!r}; name the real one "
+                f"with {option} (or --metadata)"
+            )
+    contact = submission.get("contact_info")
+    if not isinstance(contact, dict) or not any(
+        contact.get(k) for k in ("email", "name", "github")
+    ):
+        found.append(
+            "contact_info is empty: the board has no contact for this submission; pass "
+            "--email (and --contact-name, --github)"
+        )
+    return found
 
 
 def load_runs(paths: list[Path]) -> list[Run]:

@@ -19,6 +19,7 @@ from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 from tau_mcp.harness.leaderboard.metrics import BOARD_KS, domain_scores
 from tau_mcp.harness.leaderboard.rules import Run, has_retrieval_configs, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
+from tau_mcp.harness.leaderboard.submission import placeholder_warnings
 from tau_mcp.harness.results import ResultsError, load_results
 from tau_mcp.harness.results.folder import META_FILE
 
@@ -60,6 +61,29 @@ def _read_submission(path: Path, report: Report) -> dict[str, Any] | None:
     return submission
 
 
+class AmbiguousFolder(ValueError):
+    """A folder that holds several submission folders and no submission of its own."""
+
+
+def submission_folder(folder: Path) -> Path:
+    """The submission folder `folder` means: itself when it holds submission.json (or is no
+    folder at all: validate says so), else its one subfolder that does, as `submit prepare -o
+    FOLDER` makes it. Several such subfolders are refused in one sentence naming them."""
+    folder = Path(folder)
+    if not folder.is_dir() or (folder / SUBMISSION_FILE).exists():
+        return folder
+    inside = sorted(p for p in folder.iterdir() if p.is_dir() and (p / SUBMISSION_FILE).is_file())
+    if len(inside) == 1:
+        return inside[0]
+    if len(inside) > 1:
+        names = ", ".join(p.name for p in inside)
+        raise AmbiguousFolder(
+            f"{folder} holds {len(inside)} submission folders ({names}) and no "
+            f"{SUBMISSION_FILE} of its own; name one of them"
+        )
+    return folder
+
+
 def validate(folder: Path, data_dir: Path | None = None) -> Report:
     folder = Path(folder)
     report = Report(folder)
@@ -72,6 +96,7 @@ def validate(folder: Path, data_dir: Path | None = None) -> Report:
         return report
     problems = schema_problems(submission, schema)
     report.errors += [f"{SUBMISSION_FILE} does not match the schema at {p}" for p in problems]
+    report.warnings += placeholder_warnings(submission)
     if not problems:
         report.passed.append(f"{SUBMISSION_FILE} matches the board's schema")
     results = submission.get("results") if isinstance(submission.get("results"), dict) else {}

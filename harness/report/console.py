@@ -372,13 +372,17 @@ def print_review(console: Console, sim: dict[str, Any]) -> None:
             )
 
 
-def task_rates_table(simulations: list[dict[str, Any]]) -> Table:
-    """Per task: trials passed, failed and errored, and the success rate of the finished ones."""
+def task_rates_table(simulations: list[dict[str, Any]], tasks: set[str] | None = None) -> Table:
+    """Per task (of `tasks` only, when given): trials passed, failed and errored, and the
+    success rate of the finished ones."""
     table = Table(title="Tasks", header_style="bold")
     table.add_column("task", overflow="fold")
     for column in ("passed", "failed", "errors", "success rate"):
         table.add_column(column, justify="right")
-    for task, cells in sorted(task_grid(simulations).items(), key=lambda kv: natural_key(kv[0])):
+    grid = task_grid(simulations)
+    for task, cells in sorted(grid.items(), key=lambda kv: natural_key(kv[0])):
+        if tasks is not None and task not in tasks:
+            continue
         counts = {o: sum(1 for s in cells if outcome(s) == o) for o in (PASS, FAIL, ERROR)}
         finished = counts[PASS] + counts[FAIL]
         rate = f"{counts[PASS] / finished:.0%}" if finished else "-"

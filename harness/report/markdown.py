@@ -144,6 +144,12 @@ def reviews_section(run: dict[str, Any]) -> list[str]:
     return out
 
 
+def _agent_shown(settings: dict[str, Any]) -> str:
+    """The agent's model, or an outside agent's label or command (it has no model of ours)."""
+    shown = [settings.get(k) for k in ("agent_llm", "agent_name", "agent_command")]
+    return next((str(v) for v in shown if v), "-")
+
+
 def render(report: dict[str, Any]) -> str:
     runs = report["runs"]
     out = ["# tau-mcp report", "", "## Leaderboard (percent)", "", leaderboard(runs), ""]
@@ -156,7 +162,7 @@ def render(report: dict[str, Any]) -> str:
         out.append(
             f"Domain {s['domain']}"
             + (f" (retrieval config {s['retrieval']})" if s.get("retrieval") else "")
-            + f"; agent {s['agent']} ({s['agent_llm'] or '-'}); "
+            + f"; agent {s['agent']} ({_agent_shown(s)}); "
             f"user {s['user']} ({s['user_llm'] or '-'}); judge {s['judge_llm'] or '-'}; "
             f"{run['simulations']} simulations over {run['tasks']} tasks, "
             f"{run['infra_errors']} infrastructure errors (excluded). File: `{run['file']}`."

@@ -81,6 +81,8 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
         "agent": agent.get("implementation"),
         "agent_llm": agent.get("llm"),
         "agent_llm_args": agent.get("llm_args"),
+        "agent_name": agent.get("name"),
+        "agent_command": agent.get("command"),
         "user": user.get("implementation"),
         "user_llm": user.get("llm"),
         "user_llm_args": user.get("llm_args"),
@@ -96,10 +98,22 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def agent_label(settings: dict[str, Any]) -> str | None:
+    """Who played the agent, as readers name a run: an outside agent's label (`--agent-name`),
+    else its command, else the model the harness called, else the agent's implementation."""
+    if settings.get("agent_name"):
+        return str(settings["agent_name"])
+    command = settings.get("agent_command")
+    if command:
+        command = " ".join(str(command).split())
+        return f"cmd: {command if len(command) <= 40 else command[:37] + '...'}"
+    return settings.get("agent_llm") or settings.get("agent")
+
+
 def _label(settings: dict[str, Any], path: Path) -> str:
     """How every format names a run; a run under a retrieval config is named with it, since
     the config changes the agent's tools and so what the score means."""
-    who = settings.get("agent_llm") or settings.get("agent") or "run"
+    who = agent_label(settings) or "run"
     retrieval = settings.get("retrieval")
     return f"{who} ({path.stem}; retrieval {retrieval})" if retrieval else f"{who} ({path.stem})"
 

@@ -49,19 +49,22 @@ def convert(
     backup: bool = True,
     task_split: str = "test",
 ) -> Conversion | None:
-    """Convert; None when the input is in the target layout already (nothing to do). The
-    original τ-bench's results are of `task_split` (they do not record it)."""
+    """Convert; None when the input is in the target layout already (nothing to do). Input
+    that is not a readable results file is refused (LayoutError) whatever the target: a file
+    that only looks like the target's layout by its first bytes is not "converted already".
+    The original τ-bench's results are of `task_split` (they do not record it)."""
     path = Path(path)
     source = detect(path)
     target = target or default_target(source)
-    if source == target and output is None:
-        return None
     if source != "dir" and journal_path(path).exists():
         raise LayoutError(
             f"{path} belongs to an unfinished run ({journal_path(path).name} is beside it); "
             "finish it by rerunning with the same --save-to, then convert"
         )
-    document = convert_document(read(path, task_split), source, target)
+    original = read(path, task_split)
+    if source == target and output is None:
+        return None
+    document = convert_document(original, source, target)
     count = len(document["simulations"])
     if output is not None:
         _refuse_existing(output, target)
@@ -115,20 +118,28 @@ def _write_folder(document: dict, meta: Path, sims: Path) -> None:
         raise
 
 
+def _backup_names(*originals: Path) -> tuple[Path, ...]:
+    """The first free backup names for `originals`, one number for all of them: NAME.bak,
+    then NAME.bak.1, NAME.bak.2, ... An earlier conversion's backup is never written over."""
+    number = 0
+    while True:
+        suffix = ".bak" if number == 0 else f".bak.{number}"
+        names = tuple(p.with_name(p.name + suffix) for p in originals)
+        if not any(n.exists() or n.is_symlink() for n in names):
+            return names
+        number += 1
+
+
 def _backup(path: Path, source: Layout) -> tuple[Path, ...]:
     if source != "dir":
-        target = path.with_name(path.name + ".bak")
+        (target,) = _backup_names(path)
         shutil.copy2(path, target)
         return (target,)
     meta, sims = dir_paths(path)  # type: ignore[misc]
-    made = [meta.with_name(meta.name + ".bak")]
-    shutil.copy2(meta, made[0])
-    sims_backup = sims.with_name(sims.name + ".bak")
-    if sims_backup.exists():
-        shutil.rmtree(sims_backup)
+    meta_backup, sims_backup = _backup_names(meta, sims)
+    shutil.copy2(meta, meta_backup)
     shutil.copytree(sims, sims_backup)
-    made.append(sims_backup)
-    return tuple(made)
+    return (meta_backup, sims_backup)
 
 
 def _write_in_place(document: dict, path: Path, source: Layout, target: Layout) -> Path:

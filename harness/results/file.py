@@ -183,6 +183,15 @@ class ResultsFile:
         if self.path is not None:
             journal_path(self.path).unlink(missing_ok=True)
 
+    def fold(self) -> None:
+        """A run stopped part-way: `finish` if the file can be written (its journal folded in
+        and removed; the cached serializations make that a single write), else leave the
+        journal, which every reader folds in."""
+        try:
+            self.finish()
+        except ResultsError:
+            pass
+
     def discard(self) -> None:
         """Remove the results file and journal this run wrote (nothing of value in them)."""
         if self.path is not None:

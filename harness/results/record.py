@@ -379,8 +379,10 @@ class _Section(BaseModel):
 
 class AgentInfo(_Section):
     implementation: str
-    llm: str | None = None
+    llm: str | None = None  # the model the harness called for the agent: none for outside ones
     llm_args: dict[str, Any] | None = None
+    name: str | None = None  # ours: an outside agent's label (`--agent-name`)
+    command: str | None = None  # ours: `run --agent cmd`'s program, keys redacted
 
 
 class UserInfo(_Section):

@@ -50,6 +50,8 @@ _SETTINGS: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("agent", ("agent_info", "implementation"), None, True),
     ("agent model", ("agent_info", "llm"), None, True),
     ("agent model args", ("agent_info", "llm_args"), _model_args, True),
+    ("agent command", ("agent_info", "command"), None, True),
+    ("agent name", ("agent_info", "name"), None, True),
     ("user", ("user_info", "implementation"), None, True),
     ("user model", ("user_info", "llm"), None, True),
     ("user model args", ("user_info", "llm_args"), _model_args, True),

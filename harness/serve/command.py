@@ -59,6 +59,25 @@ def agent_system_prompt(simulations: SimulationRunner, task: Task) -> str:
     return LLMAgent(context).system
 
 
+def output_tail(path: Path, limit: int = OUTPUT_TAIL) -> str:
+    """The last `limit` characters of a program's output, keys redacted. Redaction comes
+    before the cut: a key cut in two by the window's start would no longer be recognised.
+    A window of twice the limit plus the longest key is read and redacted; when it does not
+    start at the output's start, its beginning may be the end of a key redaction could not
+    recognise, so the first line is dropped, and never fewer characters than the longest key
+    has bytes (whatever a key holds, newlines included)."""
+    secrets = redaction.secrets_in_play()
+    longest = max((len(s.encode("utf-8")) for s in secrets), default=0)
+    with path.open("rb") as fh:
+        start = max(0, fh.seek(0, os.SEEK_END) - 2 * limit - longest)
+        fh.seek(start)
+        text = redaction.redact_text(fh.read().decode("utf-8", "replace"), secrets)
+    if start:
+        line_end = text.find("\n", 0, len(text) - 1)
+        text = text[max(longest, line_end + 1) :] if line_end >= 0 else text[longest:]
+    return text[-limit:]
+
+
 class CommandExecutor:
     """A `SimulationExecutor` that runs, per simulation, an agent program against the
     simulation's MCP endpoint, hosted on loopback while the batch runs."""
@@ -114,7 +133,7 @@ class CommandExecutor:
                     await simulation.end()
                     raise InfrastructureError(f"cannot start the agent command: {exc}") from None
                 outcome = await self._supervise(simulation, process)
-            tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", "replace")
+            tail = output_tail(log_path)
         record = simulation.record
         assert record is not None
         self.hub.simulations.pop(simulation.id, None)  # the run keeps the record from here

@@ -180,6 +180,8 @@ class Domain:
         self._lock = threading.Lock()
         # Each task's state right after its initialization, for new episodes of the task.
         self.starts = StartCache()
+        # Other task sets of the same data, by name, loaded when an episode asks for one.
+        self._other_sets: dict[str | None, Domain] = {}
 
     # --- databases --------------------------------------------------------------------------
     @cached_property
@@ -275,11 +277,27 @@ class Domain:
             return "base"
         return next((name for name in self.spec.splits if name in splits), next(iter(splits)))
 
-    def task(self, task_id: str) -> Task:
-        task = self.tasks.get(task_id)
+    def task(self, task_id: str, task_set: str | None = None) -> Task:
+        """A task of this domain's tasks, or (`task_set` named) of that task set of its data:
+        an episode created for a remote client bound to a set starts from the set's task."""
+        tasks = self.tasks if task_set is None else self.tasks_of_set(task_set)
+        task = tasks.get(task_id)
         if task is None:
-            raise UnknownTask(f"unknown task '{task_id}' in domain '{self.name}'")
+            where = f"task set '{task_set}'" if task_set is not None else f"domain '{self.name}'"
+            raise UnknownTask(f"unknown task '{task_id}' in {where}")
         return task
+
+    def tasks_of_set(self, name: str) -> dict[str, Task]:
+        """The tasks of a named task set of this domain's data (`task_sets()`; the domain's
+        own name is its own tasks), whatever set this domain is bound to."""
+        wanted = self._check_task_set(name)
+        if wanted == self.task_set:
+            return self.tasks
+        with self._lock:
+            other = self._other_sets.get(wanted)
+            if other is None:
+                other = self._other_sets[wanted] = Domain(self.spec, self.data_dir, wanted)
+        return other.tasks
 
     def task_ids(self, split: str | None = "base") -> list[str]:
         if split is None:

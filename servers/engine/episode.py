@@ -362,6 +362,10 @@ class Episode:
         }
 
 
+#: The field of `POST /{domain}/episodes` naming the task set an episode's task comes from.
+TASK_SET_OPTION = "task_set"
+
+
 class EpisodeStore:
     """Episodes keyed by (domain, episode id), least recently used evicted past `capacity`."""
 
@@ -387,11 +391,13 @@ class EpisodeStore:
         *,
         replace: bool = False,
         variant: Variant | None = None,
+        task_set: str | None = None,
     ) -> Episode:
         """A new episode; `variant` is a resolved `Domain.resolve_variant(...)` (None: no
-        variant, every agent tool)."""
+        variant, every agent tool); `task_set` names the task set of the domain's data the
+        task comes from (None: the domain's own tasks)."""
         domain = self.domain(domain_name)
-        task = domain.task(task_id) if task_id is not None else None
+        task = domain.task(task_id, task_set) if task_id is not None else None
         episode_id = uuid.uuid4().hex if episode_id is None else check_episode_id(episode_id)
         key = (domain_name, episode_id)
         if not replace and key in self._episodes:

@@ -143,7 +143,7 @@ class FakeLLMServer:
                         "function": {"name": name, "arguments": json.dumps(arguments)},
                     }
                 )
-        return JSONResponse(
+        return _AsciiJSONResponse(
             {
                 "id": f"chatcmpl-{self._ids}",
                 "object": "chat.completion",
@@ -207,6 +207,14 @@ class FakeLLMServer:
         assert self._server is not None and self._thread is not None
         self._server.should_exit = True
         self._thread.join(timeout=5)
+
+
+class _AsciiJSONResponse(JSONResponse):
+    """JSON with non-ASCII text escaped, as OpenAI writes it: a reply can then carry a lone
+    UTF-16 surrogate (`\\ud800`), valid JSON that a model's output may hold."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 EMBEDDING_SIZE = 64
