@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from tau_mcp.conversation.llm import set_request_gate
 from tau_mcp.harness.backends import EpisodeBackend
+from tau_mcp.harness.cassettes import needs_no_model
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.preflight import check_models, first_request_check, models_called
@@ -99,7 +100,11 @@ async def _run(config: RunConfig, domain: Domain, watcher: RunWatcher | None) ->
         uses = models_called(
             simulations.config, tasks, simulations.grader.judge, simulations.reviewer
         )
-        check_now = config.ray is not None or not any(u.role in TURN_ROLES for u in uses)
+        if needs_no_model(config):  # a strict replay reaches no model: no key is needed
+            uses = []
+        # A replay whose misses go live checks as its first live request goes out.
+        lazy = any(u.role in TURN_ROLES for u in uses) or config.replay is not None
+        check_now = config.ray is not None or not lazy
         if check_now:
             check_models(uses)
         executor: SimulationExecutor | None = None
@@ -147,9 +152,10 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
         return asyncio.run(_run(config, domain, watcher))
     # The key check runs once, here: it imports litellm (seconds of CPU) before the fork, so
     # no worker imports it again, and a missing key is one sentence with no results file.
-    check_models(
-        models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
-    )
+    if not needs_no_model(config):
+        check_models(
+            models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
+        )
     preload(domain)
     pool = ProcessPool(
         simulations,

@@ -155,6 +155,14 @@ class RunConfig(BaseModel):
     #: The run preset that filled options (tau_mcp.harness.presets.record), kept in the header.
     preset: dict[str, Any] | None = None
 
+    # --- model calls recorded and replayed (docs/replay.md) -------------------------------------
+    #: A cassette folder every model call of the run is recorded to (`--record`).
+    record: Path | None = None
+    #: A cassette folder model calls are answered from, with no network (`--replay`).
+    replay: Path | None = None
+    #: What a request the replayed cassette lacks does: "fail" the simulation, or go "live".
+    replay_miss: str = "fail"
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -191,6 +199,10 @@ class RunConfig(BaseModel):
                 )
         elif self.agent_cmd:
             raise ValueError("--agent-cmd goes with --agent cmd")
+        if self.replay_miss not in ("fail", "live"):
+            raise ValueError(f"--replay-miss takes fail or live, not '{self.replay_miss}'")
+        if self.replay_miss != "fail" and self.replay is None:
+            raise ValueError("--replay-miss goes with --replay DIR")
         return self
 
     # --- derived --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tau_mcp.conversation.cassette import CassetteError, ReplayMiss
 from tau_mcp.conversation.messages import dump_message, history_messages
 from tau_mcp.conversation.reference_prompts import compose_policy, user_guidelines_path
 from tau_mcp.conversation.reference_texts import reference_texts
@@ -28,6 +29,7 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.agents import Agent, AgentContext, OracleAgent, agent_class
 from tau_mcp.harness.agents.stop_tool import solo_stop_tool
 from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
+from tau_mcp.harness.cassettes import lane_id, lane_meta, open_cassette
 from tau_mcp.harness.config import RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
@@ -111,6 +113,13 @@ async def with_retries(
             return record
         except (ConfigError, EngineError):
             raise
+        except CassetteError as exc:
+            raise ConfigError(str(exc)) from None
+        except ReplayMiss as exc:
+            # The cassette lacks a request: trying again asks the same request again.
+            return SimulationRecord.infrastructure_failure(
+                task.id, trial, seed, f"{type(exc).__name__}: {exc}", number + 1
+            )
         except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
             last_error = f"{type(exc).__name__}: {exc}"
     return SimulationRecord.infrastructure_failure(
@@ -220,6 +229,8 @@ class SimulationRunner:
             else Grader(backend, domain, config.judge, self.episode_options)
         )
         self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
+        # `--record` / `--replay`: every model call of a simulation goes through its lane.
+        self.cassette = open_cassette(config)
         self.has_user_tools = domain.spec.user_tools is not None
         if self.variant is not None:
             self.policy = self.variant.policy(None)
@@ -262,6 +273,8 @@ class SimulationRunner:
             optional["preset"] = c.preset
         if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
             optional["task_set_name"] = self.domain.task_set
+        if self.cassette is not None:
+            optional["cassette"] = self.cassette.describe()
         judge = self.grader.judge
         return RunInfo.model_construct(
             git_commit=_git_commit(),
@@ -343,7 +356,14 @@ class SimulationRunner:
 
     # --- one attempt ------------------------------------------------------------------------
     async def attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
-        """One try at the simulation, no retry: any failure propagates."""
+        """One try at the simulation, no retry: any failure propagates. With a cassette, its
+        model calls go through the simulation's lane (recorded when the try succeeds)."""
+        if self.cassette is None:
+            return await self._attempt(task, trial, seed)
+        with self.cassette.lane(lane_id(task.id, trial, seed), lane_meta(task.id, trial, seed)):
+            return await self._attempt(task, trial, seed)
+
+    async def _attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         sessions: list = []
         try:

@@ -420,6 +420,7 @@ class RunInfo(_Section):
     preset: dict[str, Any] | None = None  # ours: the run --preset that filled options
     task_set_name: str | None = None  # ours: --task-set-name (evaluate rebuilds with it)
     filtered_tasks: dict[str, Any] | None = None  # ours: tasks the agent cannot run
+    cassette: dict[str, Any] | None = None  # ours: --record/--replay folders (docs/replay.md)
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""
