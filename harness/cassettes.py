@@ -8,27 +8,51 @@ record, replay and the format.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from tau_mcp.conversation.cassette import Cassette, CassetteError
+from tau_mcp.conversation.cassette import MISS_POLICIES, Cassette, CassetteError
 from tau_mcp.harness import redaction
 from tau_mcp.harness.errors import ConfigError
 
-__all__ = ["lane_id", "lane_meta", "needs_no_model", "open_cassette"]
+__all__ = ["lane_id", "lane_meta", "needs_no_model", "open_cassette", "saved_simulation_lane"]
 
 
-def open_cassette(config: Any) -> Cassette | None:
-    """The cassette a run with this `RunConfig` records to or replays from (None: neither).
-    A folder that is not a cassette (or one of another version) is one sentence."""
-    if config.record is None and config.replay is None:
-        return None
-    from tau_mcp.harness.leaderboard.submission import tau_mcp_version
+def tau_mcp_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
+        return version("tau-mcp")
+    except PackageNotFoundError:  # pragma: no cover - an uninstalled tree
+        return "unknown"
+
+
+def cassette_options_problem(replay: Path | None, miss: str) -> str | None:
+    """What is wrong with `--replay` / `--replay-miss` together, in one sentence (or None)."""
+    if miss not in MISS_POLICIES:
+        return f"--replay-miss takes fail or live, not '{miss}'"
+    if miss != "fail" and replay is None:
+        return "--replay-miss goes with --replay DIR"
+    return None
+
+
+def open_cassette(
+    record: Path | None = None, replay: Path | None = None, miss: str = "fail"
+) -> Cassette | None:
+    """The cassette a run (or a re-grading, a review) records to or replays from (None:
+    neither). A folder that is not a cassette (or one of another version) is one sentence."""
+    problem = cassette_options_problem(replay, miss)
+    if problem is not None:
+        raise ConfigError(problem)
+    if record is None and replay is None:
+        return None
+    try:
         return Cassette(
-            record=config.record,
-            replay=config.replay,
-            miss=config.replay_miss,
+            record=record,
+            replay=replay,
+            miss=miss,  # type: ignore[arg-type]
             redact=redaction.redact,
             secret_name=lambda name: (
                 redaction.is_secret_name(name) or name in redaction.HEADER_ARGS
@@ -41,6 +65,19 @@ def open_cassette(config: Any) -> Cassette | None:
         raise ConfigError(
             f"cannot use the cassette folder ({exc.strerror}: {exc.filename})"
         ) from None
+
+
+@contextlib.contextmanager
+def saved_simulation_lane(cassette: Cassette | None, sim: dict[str, Any]) -> Iterator[None]:
+    """Around the model calls made for a saved simulation (re-grading's judge, a review): its
+    lane, named as the run that made it named it."""
+    if cassette is None:
+        yield
+        return
+    task_id, trial, seed = str(sim.get("task_id")), int(sim.get("trial") or 0), sim.get("seed")
+    seed = int(seed) if isinstance(seed, int) else 0
+    with cassette.lane(lane_id(task_id, trial, seed), lane_meta(task_id, trial, seed)):
+        yield
 
 
 def lane_id(task_id: str, trial: int, seed: int) -> str:

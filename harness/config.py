@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tau_mcp.grading import Judge
+from tau_mcp.harness.cassettes import cassette_options_problem
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.review import ReviewSettings
@@ -199,10 +200,9 @@ class RunConfig(BaseModel):
                 )
         elif self.agent_cmd:
             raise ValueError("--agent-cmd goes with --agent cmd")
-        if self.replay_miss not in ("fail", "live"):
-            raise ValueError(f"--replay-miss takes fail or live, not '{self.replay_miss}'")
-        if self.replay_miss != "fail" and self.replay is None:
-            raise ValueError("--replay-miss goes with --replay DIR")
+        problem = cassette_options_problem(self.replay, self.replay_miss)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     # --- derived --------------------------------------------------------------------------------

@@ -230,7 +230,7 @@ class SimulationRunner:
         )
         self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         # `--record` / `--replay`: every model call of a simulation goes through its lane.
-        self.cassette = open_cassette(config)
+        self.cassette = open_cassette(config.record, config.replay, config.replay_miss)
         self.has_user_tools = domain.spec.user_tools is not None
         if self.variant is not None:
             self.policy = self.variant.policy(None)

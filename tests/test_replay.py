@@ -210,3 +210,73 @@ def test_demo_oracle_run_records_an_empty_cassette_and_replays(tmp_path):
     assert comparable(load_results(tmp_path / "a.json")) == comparable(
         load_results(tmp_path / "b.json")
     )
+
+
+# --- the other ways in: serve (user and judge), Gymnasium and verifiers (user), Ray --------
+
+
+@pytest.mark.needs_data("retail")
+async def test_serve_replays_its_user_and_judge(models, tmp_path):
+    from tests.test_harness_serve import _create, agent_client, served
+
+    fake = models
+    settings = {
+        "user": "llm",
+        "user_llm": f"openai/{USER}",
+        "user_llm_args": model_args(fake),
+        "judge_llm": f"openai/{JUDGE}",
+        "judge_llm_args": model_args(fake),
+    }
+
+    async def play(**cassette_option) -> dict:
+        async with served("retail", **settings, **cassette_option) as (base, http, *_):
+            created = await _create(http, JUDGED_RETAIL[0])
+            async with agent_client("mcp-sdk", base + created["mcp"]) as (call, *_):
+                for line in ("Hello, how can I help?", "Let me see.", "Anything else?"):
+                    reply, _ = await call("send_message_to_user", {"message": line})
+                    if "ended the conversation" in reply:
+                        break
+            return (await http.get(f"/simulations/{created['simulation_id']}")).json()
+
+    recorded = await play(record=tmp_path / "tape")
+    assert recorded["termination_reason"] == "user_stop"
+    assert recorded["reward_info"]["nl_assertions"]  # the judge answered
+    calls = _requests(fake)
+    replayed = await play(replay=tmp_path / "tape")
+    assert _requests(fake) == calls
+    assert comparable(replayed) == comparable(recorded)
+
+
+@pytest.mark.needs_data("airline")
+def test_a_gymnasium_agent_env_replays_its_user(models, tmp_path):
+    gym = pytest.importorskip("gymnasium", reason="the gym extra is not installed")
+    from tau_mcp.harness.integrations.gym import register_envs
+
+    register_envs()
+    fake = models
+    settings = {
+        "domain": "airline",
+        "task_id": "0",
+        "data_dir": str(DATA_DIR),
+        "user_llm": f"openai/{USER}",
+        "user_llm_args": model_args(fake),
+    }
+
+    def episode(**cassette_option) -> list:
+        env = gym.make("tau-mcp/Agent-v0", **settings, **cassette_option)
+        try:
+            seen = [env.reset(seed=3)[0]]
+            for line in ("How can I help?", "Let me look.", "Done."):
+                observation, reward, terminated, truncated, _ = env.step(line)
+                seen.append((observation, reward, terminated))
+                if terminated or truncated:
+                    break
+            return seen
+        finally:
+            env.close()
+
+    recorded = episode(record=str(tmp_path / "tape"))
+    assert recorded[-1][2]  # the user hung up
+    calls = _requests(fake)
+    assert episode(replay=str(tmp_path / "tape")) == recorded
+    assert _requests(fake) == calls

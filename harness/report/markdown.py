@@ -195,6 +195,8 @@ def render(report: dict[str, Any]) -> str:
                 out += [comp["mcnemar_note"], ""]
             if comp.get("noise"):
                 out += [f"Noise: {comp['noise']['statement']}", ""]
+            if comp.get("judges"):
+                out += [f"Judges: {comp['judges']['statement']}", ""]
             if comp["flips"]:
                 out.append("Tasks that flip (success rate in A / in B):")
                 out += [f"- {f['task_id']}: {pct(f['a'])} / {pct(f['b'])}" for f in comp["flips"]]

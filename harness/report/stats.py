@@ -204,3 +204,21 @@ def detectable_difference(
     va, vb = trial_variances(a), trial_variances(b)
     total = sum(x / len(ta) + y / len(tb) for x, y, ta, tb in zip(va, vb, a, b, strict=True))
     return z * math.sqrt(total) / len(a)
+
+
+# --- two judges over the same verdicts --------------------------------------------------------
+def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' yes/no verdicts on the same items: (p_o - p_e) / (1 - p_e),
+    p_o the share of items they agree on, p_e the agreement their own rates would give by
+    chance. Perfect agreement is 1 even when every verdict is the same (where p_e = 1 and the
+    formula has no value); None without items."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    if observed == 1.0:
+        return 1.0
+    a_yes = sum(1 for a, _ in pairs if a) / n
+    b_yes = sum(1 for _, b in pairs if b) / n
+    chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
+    return (observed - chance) / (1 - chance)

@@ -22,6 +22,7 @@ from tau_mcp.harness.report.failures import (
     pass_hat_without_user_caused,
     reviews_summary,
 )
+from tau_mcp.harness.report.judges import judge_agreement
 from tau_mcp.harness.report.reviews import review_digest
 from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
 
@@ -227,6 +228,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         verdict=paired.verdict(a["label"], b["label"]),
         noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),
     )
+    judges = judge_agreement(a["settings"], b["settings"], sims_a, sims_b)
+    if judges is not None:  # the same conversations, graded by two judges
+        result["judges"] = judges
     return result
 
 
