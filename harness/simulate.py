@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tau_mcp.conversation.cassette import CassetteError, ReplayMiss
-from tau_mcp.conversation.messages import dump_message, history_messages
+from tau_mcp.conversation.messages import Message, ToolMessage, dump_message, history_messages
 from tau_mcp.conversation.reference_prompts import compose_policy, user_guidelines_path
 from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.grading import Grader
@@ -166,6 +166,15 @@ class TaskSelection:
             "run": len(self.tasks),
             "by_reason": self.by_reason(),
         }
+
+
+def answered(messages: list[Message]) -> list[Message]:
+    """A conversation's opening without a last message's tool calls that have no results in
+    it yet (a fork continuing from there makes those calls itself)."""
+    last = messages[-1] if messages else None
+    if last is not None and not isinstance(last, ToolMessage) and last.tool_calls:
+        return messages[:-1]
+    return messages
 
 
 def _some(ids: list[str], shown: int = 8) -> str:
@@ -348,29 +357,44 @@ class SimulationRunner:
         """Simulations run in this process: nothing to start or stop."""
         yield
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
-        """Run, grade and clean up one simulation; retry infrastructure failures."""
+    async def simulate(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None = None
+    ) -> SimulationRecord:
+        """Run, grade and clean up one simulation; retry infrastructure failures. `prefix`:
+        a conversation's opening to continue from (`tau-harness fork`)."""
         return await with_retries(
-            lambda: self.attempt(task, trial, seed), self.config, task, trial, seed
+            lambda: self.attempt(task, trial, seed, prefix), self.config, task, trial, seed
         )
 
     # --- one attempt ------------------------------------------------------------------------
-    async def attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
+    async def attempt(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None = None
+    ) -> SimulationRecord:
         """One try at the simulation, no retry: any failure propagates. With a cassette, its
         model calls go through the simulation's lane (recorded when the try succeeds)."""
         if self.cassette is None:
-            return await self._attempt(task, trial, seed)
+            return await self._attempt(task, trial, seed, prefix)
         with self.cassette.lane(lane_id(task.id, trial, seed), lane_meta(task.id, trial, seed)):
-            return await self._attempt(task, trial, seed)
+            return await self._attempt(task, trial, seed, prefix)
 
-    async def _attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
-        ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
+    async def _attempt(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None
+    ) -> SimulationRecord:
+        history = history_messages(task)
+        if prefix is None:
+            ref = await self.backend.create_episode(
+                self.domain.name, task.id, self.episode_options
+            )
+        else:  # the opening's tool calls made again on a fresh episode: its state is real
+            ref = await self.grader.rebuild(task, answered(prefix), len(history), self.solo)
         sessions: list = []
         try:
             orchestrator = await self._orchestrator(task, seed, ref, sessions)
             if self.on_orchestrator is not None:
                 self.on_orchestrator(orchestrator)
-            conversation = await orchestrator.run(history_messages(task))
+            if prefix is not None:
+                orchestrator.count_taken(prefix, len(history))
+            conversation = await orchestrator.run(history if prefix is None else prefix)
             reward_info = await self.grader.grade(
                 task, conversation.messages, conversation.termination.value, ref
             )
@@ -392,7 +416,7 @@ class SimulationRunner:
                 "episode_id": ref.episode_id,
                 "steps": conversation.steps,
                 "tool_errors": conversation.tool_errors,
-                "history_length": conversation.history_length,
+                "history_length": len(history),
             },
             tool_costs=conversation.tool_costs,
         )

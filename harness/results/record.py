@@ -116,6 +116,7 @@ class RecordInfo(TypedDict, total=False):
     status: str  # serve's live view: open, running, grading, ended
     agent_command: dict[str, Any]  # `run --agent cmd`: exit code, moves, the output's tail
     source: str  # where a converted record came from ("eval-protocol")
+    forked_from: dict[str, Any]  # `fork`: the parent simulation and the turn it was forked at
 
 
 def _an_object(value: Any) -> Any:
@@ -421,6 +422,7 @@ class RunInfo(_Section):
     task_set_name: str | None = None  # ours: --task-set-name (evaluate rebuilds with it)
     filtered_tasks: dict[str, Any] | None = None  # ours: tasks the agent cannot run
     cassette: dict[str, Any] | None = None  # ours: --record/--replay folders (docs/replay.md)
+    fork: dict[str, Any] | None = None  # ours: `fork`: the parent file, its sha256, the turn
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""
