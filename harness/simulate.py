@@ -382,9 +382,7 @@ class SimulationRunner:
     ) -> SimulationRecord:
         history = history_messages(task)
         if prefix is None:
-            ref = await self.backend.create_episode(
-                self.domain.name, task.id, self.episode_options
-            )
+            ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         else:  # the opening's tool calls made again on a fresh episode: its state is real
             ref = await self.grader.rebuild(task, answered(prefix), len(history), self.solo)
         sessions: list = []
