@@ -52,6 +52,8 @@ from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.llm_user import LLMUser
+from tau_mcp.simulator.llm_user import identity as user_identity
 from tau_mcp.simulator.registry import user_class
 
 AgentFactory = type[Agent]
@@ -284,6 +286,7 @@ class SimulationRunner:
             optional["task_set_name"] = self.domain.task_set
         if self.cassette is not None:
             optional["cassette"] = self.cassette.describe()
+        optional["user_simulator"] = self.user_identity()
         judge = self.grader.judge
         return RunInfo.model_construct(
             git_commit=_git_commit(),
@@ -316,6 +319,21 @@ class SimulationRunner:
             else None,
             **optional,
         )
+
+    def user_identity(self) -> dict[str, Any]:
+        """Who the simulated user was: its kind and tau-mcp's version of it; for the llm user
+        also its model, its arguments less secrets, and the sha256 of its prompt (the scenario
+        left as a slot) and of its guidelines."""
+        c = self.config
+        out: dict[str, Any] = {
+            "implementation": c.user,
+            "version": getattr(self.user_factory, "version", None),
+        }
+        if issubclass(self.user_factory, LLMUser):
+            out["model"] = c.user_llm
+            out["llm_args"] = redaction.without_secrets(c.user_llm_args)
+            out.update(user_identity(self.texts, self.user_guidelines(), self.has_user_tools))
+        return out
 
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""

@@ -19,8 +19,10 @@ from tau_mcp.harness.report.failures import (
     failure_breakdown,
     noise,
     pair_noise,
+    pass_hat_without_simulator_flags,
     pass_hat_without_user_caused,
     reviews_summary,
+    simulator_flag_counts,
 )
 from tau_mcp.harness.report.judges import judge_agreement
 from tau_mcp.harness.report.reviews import review_digest
@@ -166,7 +168,11 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "failures": failure_breakdown(cells, outcome),
         "reviews": reviews_summary(cells),
         "pass_hat_excluding_user_caused": pass_hat_without_user_caused(grid, outcome, max_k),
-        "noise": noise(finished),
+        "user_simulator_flags": simulator_flag_counts(cells, outcome),
+        "pass_hat_excluding_simulator_flags": pass_hat_without_simulator_flags(
+            grid, outcome, max_k
+        ),
+        "noise": noise(finished, rewards_by_task),
         "grid": {
             task: [
                 {

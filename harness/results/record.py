@@ -423,6 +423,8 @@ class RunInfo(_Section):
     filtered_tasks: dict[str, Any] | None = None  # ours: tasks the agent cannot run
     cassette: dict[str, Any] | None = None  # ours: --record/--replay folders (docs/replay.md)
     fork: dict[str, Any] | None = None  # ours: `fork`: the parent file, its sha256, the turn
+    # ours: who the simulated user was (kind, version, model, args less secrets, prompt hashes)
+    user_simulator: dict[str, Any] | None = None
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""
