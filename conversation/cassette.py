@@ -132,8 +132,77 @@ def _steady(text: str) -> str:
     return VOLATILE_TEXT.sub("[Timing]", text) if "[Timing: " in text else text
 
 
+_PARTS = ("tools", "inputs")  # stored as one blob each; messages as one blob per message
+
+
+@dataclass
+class Prepared:
+    """A request made ready for the cassette once: its key, its stored form (messages, tools
+    and inputs as blob references) and those blobs' JSON texts by digest."""
+
+    request: dict[str, Any]
+    key: str
+    stored: dict[str, Any]
+    blobs: dict[str, str]
+
+    @property
+    def kind(self) -> str:
+        return self.request["kind"]
+
+
+class _Digests:
+    """Each part's canonical JSON and digest, worked out once per request; a tool list (the
+    same list object, turn after turn) once per list. Tool lists handed to a model call are
+    never changed in place (a seat builds its list once), so the list object names its text."""
+
+    def __init__(self) -> None:
+        self._tools: dict[int, tuple[Any, str, str, str]] = {}
+        self._lock = threading.Lock()
+
+    def part(self, value: Any, blobs: dict[str, str]) -> tuple[str, str]:
+        """(the digest a key uses, the blob's name) of one part; its text into `blobs`."""
+        text = canonical_json(value)
+        name = _sha(text)
+        blobs[name] = text
+        steady = _steady(text)
+        return (name if steady is text else _sha(steady)), name
+
+    def tools(self, tools: list[Any], blobs: dict[str, str]) -> tuple[str, str]:
+        with self._lock:
+            found = self._tools.get(id(tools))
+        if found is not None and found[0] is tools:
+            _, text, keyed, name = found
+            blobs[name] = text
+            return keyed, name
+        keyed, name = self.part(tools, blobs)
+        with self._lock:
+            if len(self._tools) >= 256:
+                self._tools.pop(next(iter(self._tools)))
+            self._tools[id(tools)] = (tools, blobs[name], keyed, name)  # held: its id stays
+        return keyed, name
+
+
+def prepare(request: dict[str, Any], digests: _Digests | None = None) -> Prepared:
+    """`request` (from `request_of`) with its key: the sha256 of the canonical JSON of the
+    request in which each message, the tool list and the inputs are replaced by the sha256 of
+    their own canonical JSON (a search tool's timing note read as `[Timing]`)."""
+    digests = digests or _Digests()
+    blobs: dict[str, str] = {}
+    keyed, stored = dict(request), dict(request)
+    if "messages" in request:
+        pairs = [digests.part(m, blobs) for m in request["messages"]]
+        keyed["messages"] = [k for k, _ in pairs]
+        stored["messages"] = [{_REF: n} for _, n in pairs]
+    for name in _PARTS:
+        if name in request:
+            make = digests.tools if name == "tools" else digests.part
+            key_digest, blob = make(request[name], blobs)
+            keyed[name], stored[name] = key_digest, {_REF: blob}
+    return Prepared(request, _sha(canonical_json(keyed)), stored, blobs)
+
+
 def key_of(request: dict[str, Any]) -> str:
-    return _sha(_steady(canonical_json(request)))
+    return prepare(request).key
 
 
 # The order in which a request's fields are compared: the first difference named is the one a
@@ -281,8 +350,8 @@ def lane_file_name(lane_id: str) -> str:
 class Cassette:
     """A run's cassettes: where its calls are recorded (`record`), answered from (`replay`),
     or both (a replay whose misses go live, recorded whole into a new cassette). `redact`
-    is applied to everything written (the harness passes its key redaction); `secret_name`
-    says which model arguments are secrets, left out of every key."""
+    is applied to every JSON text written (the harness passes its key redaction);
+    `secret_name` says which model arguments are secrets, left out of every key."""
 
     def __init__(
         self,
@@ -290,7 +359,7 @@ class Cassette:
         record: Path | None = None,
         replay: Path | None = None,
         miss: MissPolicy = "fail",
-        redact: Callable[[Any], Any] | None = None,
+        redact: Callable[[str], str] | None = None,
         secret_name: Callable[[str], bool] | None = None,
         written_by: str = "tau-mcp",
     ) -> None:
@@ -305,8 +374,10 @@ class Cassette:
         self.secret_name = secret_name
         self.written_by = written_by
         self._blobs: dict[str, Any] = {}
+        self._written: set[str] = set()
         self._shared: dict[str, Entry | None] = {}
         self._lock = threading.Lock()
+        self.digests = _Digests()
         if self.replay_from is not None:
             read_manifest(self.replay_from)
         if self.record_to is not None:
@@ -344,7 +415,7 @@ class Cassette:
                 "blobs": "blobs/<ab>/<sha256>.json: messages, tool lists, embedding inputs",
             },
         }
-        _write_atomic(manifest, (json.dumps(body, indent=1) + "\n").encode())
+        _write_atomic(manifest, (self.redact(json.dumps(body, indent=1)) + "\n").encode())
 
     # --- lanes ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -395,33 +466,24 @@ class Cassette:
     def _write_lane(self, lane: Lane) -> None:
         assert self.record_to is not None
         header = {"lane": lane.lane_id, **lane.meta, "calls": len(lane.recorded)}
-        lines = [json.dumps(self.redact(header), ensure_ascii=False)]
+        lines = [self.redact(json.dumps(header, ensure_ascii=False))]
         for entry in sorted(lane.recorded, key=lambda e: e.n):
-            lines.append(json.dumps(self.redact(entry.line()), ensure_ascii=False))
+            lines.append(self.redact(json.dumps(entry.line(), ensure_ascii=False)))
         data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
         _write_atomic(self._lane_path(self.record_to, lane.lane_id), data)
 
     # --- blobs ----------------------------------------------------------------------------
-    def store(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The request as a cassette keeps it: messages, tools and inputs as blob references,
-        each blob written once."""
+    def write_blobs(self, blobs: dict[str, str]) -> None:
+        """Each blob not yet in the cassette, written once (named by its content's digest)."""
         assert self.record_to is not None
-        stored = dict(request)
-        if "messages" in stored:
-            stored["messages"] = [self._blob(m) for m in stored["messages"]]
-        for name in ("tools", "inputs"):
-            if name in stored:
-                stored[name] = self._blob(stored[name])
-        return stored
-
-    def _blob(self, value: Any) -> dict[str, str]:
-        assert self.record_to is not None
-        text = canonical_json(self.redact(value))
-        digest = _sha(text)
-        path = self.record_to / "blobs" / digest[:2] / f"{digest}.json"
-        if not path.exists():
-            _write_atomic(path, text.encode("utf-8", "surrogatepass"))
-        return {_REF: digest}
+        for name, text in blobs.items():
+            if name in self._written:
+                continue
+            path = self.record_to / "blobs" / name[:2] / f"{name}.json"
+            if not path.exists():
+                _write_atomic(path, self.redact(text).encode("utf-8", "surrogatepass"))
+            with self._lock:
+                self._written.add(name)
 
     def resolve(self, stored: dict[str, Any]) -> dict[str, Any]:
         """A stored request with its blobs read back."""
@@ -466,7 +528,7 @@ class Cassette:
         assert self.record_to is not None
         path = self.record_to / "shared" / f"{entry.key}.json"
         if not path.exists():
-            text = json.dumps(self.redact(entry.line()), ensure_ascii=False)
+            text = self.redact(json.dumps(entry.line(), ensure_ascii=False))
             _write_atomic(path, text.encode("utf-8", "surrogatepass"))
 
 
@@ -513,39 +575,40 @@ class Lane:
     def replaying(self) -> bool:
         return self.cassette.replay_from is not None
 
-    def request(self, kind: Kind, model: str, **parts: Any) -> dict[str, Any]:
-        return request_of(kind, model, secret_name=self.cassette.secret_name, **parts)
+    def prepare(self, kind: Kind, model: str, **parts: Any) -> Prepared:
+        """A request as this lane keys and stores it (`request_of`'s parts)."""
+        request = request_of(kind, model, secret_name=self.cassette.secret_name, **parts)
+        return prepare(request, self.cassette.digests)
 
     def next_number(self) -> int:
         with self._lock:
             self._count += 1
             return self._count
 
-    def answer(self, request: dict[str, Any], key: str, number: int) -> Entry | None:
+    def answer(self, prepared: Prepared, number: int) -> Entry | None:
         """The recorded answer to this request, or None when it is to go to the model
         (`--replay-miss live`, or not replaying). A miss under `fail` raises ReplayMiss."""
         if self.failure is not None:
             raise self.failure
         if not self.replaying:
             return None
-        if request["kind"] == "embedding":
-            found = self.cassette.shared(key)
+        if prepared.kind == "embedding":
+            found = self.cassette.shared(prepared.key)
         else:
             with self._lock:
-                queue = self._queues.get(key)
+                queue = self._queues.get(prepared.key)
                 found = queue.popleft() if queue else None
                 if found is not None:
                     self._used.add(found.n)
         if found is not None or self.cassette.miss == "live":
             return found
-        miss = ReplayMiss(self._miss_message(request, number))
+        miss = ReplayMiss(self._miss_message(prepared.request, number))
         self.failure = miss
         raise miss
 
     def keep(
         self,
-        request: dict[str, Any],
-        key: str,
+        prepared: Prepared,
         number: int,
         response: dict[str, Any],
         cost: float,
@@ -554,16 +617,17 @@ class Lane:
         """Record a call's answer (when recording)."""
         if self.cassette.record_to is None:
             return
+        self.cassette.write_blobs(prepared.blobs)
         entry = Entry(
             number,
-            request["kind"],
-            key,
+            prepared.kind,
+            prepared.key,
             {k: v for k, v in response.items() if k not in VOLATILE_RESPONSE_FIELDS},
             cost,
             seconds,
-            self.cassette.store(request),
+            prepared.stored,
         )
-        if request["kind"] == "embedding":
+        if prepared.kind == "embedding":
             self.cassette.keep_shared(entry)
             return
         with self._lock:

@@ -120,11 +120,11 @@ async def generate(
     if lane is None:
         data, cost, seconds = await _chat(model, wire, tools, choice_arg, llm_args)
         return _message(data, role, model, cost, seconds)
-    request = lane.request(
+    prepared = lane.prepare(
         "chat", model, messages=wire, tools=tools, tool_choice=choice_arg, args=llm_args
     )
     data, cost, seconds = await _through(
-        lane, request, lambda: _chat(model, wire, tools, choice_arg, llm_args)
+        lane, prepared, lambda: _chat(model, wire, tools, choice_arg, llm_args)
     )
     return _message(data, role, model, cost, seconds)
 
@@ -133,16 +133,16 @@ Answer = tuple[dict[str, Any], float, float]  # the reply as JSON, its cost, sec
 
 
 async def _through(
-    lane: cassette.Lane, request: dict[str, Any], live: Callable[[], Awaitable[Answer]]
+    lane: cassette.Lane, prepared: cassette.Prepared, live: Callable[[], Awaitable[Answer]]
 ) -> Answer:
     """A call inside a cassette's lane: the recorded answer, or the model's (recorded)."""
-    key, number = cassette.key_of(request), lane.next_number()
-    found = lane.answer(request, key, number)
+    number = lane.next_number()
+    found = lane.answer(prepared, number)
     if found is not None:
         answer: Answer = (found.response, found.cost, found.seconds)
     else:
         answer = await live()
-    lane.keep(request, key, number, *answer)
+    lane.keep(prepared, number, *answer)
     return answer
 
 
@@ -258,8 +258,8 @@ async def complete(request: dict[str, Any]) -> tuple[dict[str, Any], float]:
     if lane is None:
         data, cost, _ = await live()
     else:
-        request_key = lane.request("chat", model, messages=messages, args=args)
-        data, cost, _ = await _through(lane, request_key, live)
+        prepared = lane.prepare("chat", model, messages=messages, args=args)
+        data, cost, _ = await _through(lane, prepared, live)
     return data, cost
 
 
@@ -281,8 +281,8 @@ async def embed(model: str, texts: list[str], **args: Any) -> tuple[dict[str, An
     if lane is None:
         data, cost, _ = await live()
     else:
-        request = lane.request("embedding", model, inputs=list(texts), args=args)
-        data, cost, _ = await _through(lane, request, live)
+        prepared = lane.prepare("embedding", model, inputs=list(texts), args=args)
+        data, cost, _ = await _through(lane, prepared, live)
     return data, cost
 
 

@@ -9,6 +9,8 @@ record, replay and the format.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,27 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.errors import ConfigError
 
 __all__ = ["lane_id", "lane_meta", "needs_no_model", "open_cassette", "saved_simulation_lane"]
+
+
+@functools.lru_cache(maxsize=64)
+def _written_forms(secret: str) -> tuple[str, ...]:
+    """The ways a secret can appear in a JSON text: escaped once (a string value) or twice (a
+    JSON text inside a string, such as a tool call's arguments), non-ASCII kept or escaped."""
+    once = {json.dumps(secret, ensure_ascii=escape)[1:-1] for escape in (False, True)}
+    twice = {
+        json.dumps(form, ensure_ascii=escape)[1:-1] for form in once for escape in (False, True)
+    }
+    return tuple(sorted(once | twice, key=len, reverse=True))
+
+
+def redact_json_text(text: str) -> str:
+    """A JSON text with every secret in play replaced by `[redacted]` in whichever escaped form
+    it was written (`_written_forms`): cassettes redact the texts they write, not the values."""
+    for secret in redaction.secrets_in_play():
+        for written in _written_forms(secret):
+            if written in text:
+                text = text.replace(written, redaction.REDACTED)
+    return text
 
 
 def tau_mcp_version() -> str:
@@ -53,7 +76,7 @@ def open_cassette(
             record=record,
             replay=replay,
             miss=miss,  # type: ignore[arg-type]
-            redact=redaction.redact,
+            redact=redact_json_text,
             secret_name=lambda name: (
                 redaction.is_secret_name(name) or name in redaction.HEADER_ARGS
             ),
