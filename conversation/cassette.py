@@ -350,7 +350,8 @@ def lane_file_name(lane_id: str) -> str:
 class Cassette:
     """A run's cassettes: where its calls are recorded (`record`), answered from (`replay`),
     or both (a replay whose misses go live, recorded whole into a new cassette). `redact`
-    is applied to every JSON text written (the harness passes its key redaction);
+    is applied to the JSON texts written, a batch at a time (the harness passes its key
+    redaction, which finds the secrets in play once per batch);
     `secret_name` says which model arguments are secrets, left out of every key."""
 
     def __init__(
@@ -359,7 +360,7 @@ class Cassette:
         record: Path | None = None,
         replay: Path | None = None,
         miss: MissPolicy = "fail",
-        redact: Callable[[str], str] | None = None,
+        redact: Callable[[list[str]], list[str]] | None = None,
         secret_name: Callable[[str], bool] | None = None,
         written_by: str = "tau-mcp",
     ) -> None:
@@ -370,7 +371,7 @@ class Cassette:
         self.record_to = Path(record) if record is not None else None
         self.replay_from = Path(replay) if replay is not None else None
         self.miss = miss
-        self.redact = redact or (lambda value: value)
+        self.redact = redact or (lambda texts: texts)
         self.secret_name = secret_name
         self.written_by = written_by
         self._blobs: dict[str, Any] = {}
@@ -415,7 +416,8 @@ class Cassette:
                 "blobs": "blobs/<ab>/<sha256>.json: messages, tool lists, embedding inputs",
             },
         }
-        _write_atomic(manifest, (self.redact(json.dumps(body, indent=1)) + "\n").encode())
+        (text,) = self.redact([json.dumps(body, indent=1)])
+        _write_atomic(manifest, (text + "\n").encode())
 
     # --- lanes ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -465,23 +467,27 @@ class Cassette:
 
     def _write_lane(self, lane: Lane) -> None:
         assert self.record_to is not None
+        self.write_blobs(lane.blobs)  # before the lane that refers to them
         header = {"lane": lane.lane_id, **lane.meta, "calls": len(lane.recorded)}
-        lines = [self.redact(json.dumps(header, ensure_ascii=False))]
+        lines = [json.dumps(header, ensure_ascii=False)]
         for entry in sorted(lane.recorded, key=lambda e: e.n):
-            lines.append(self.redact(json.dumps(entry.line(), ensure_ascii=False)))
-        data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+            lines.append(json.dumps(entry.line(), ensure_ascii=False))
+        (text,) = self.redact(["\n".join(lines) + "\n"])  # JSON lines: no secret spans two
+        data = text.encode("utf-8", "surrogatepass")
         _write_atomic(self._lane_path(self.record_to, lane.lane_id), data)
 
     # --- blobs ----------------------------------------------------------------------------
     def write_blobs(self, blobs: dict[str, str]) -> None:
         """Each blob not yet in the cassette, written once (named by its content's digest)."""
         assert self.record_to is not None
-        for name, text in blobs.items():
-            if name in self._written:
-                continue
+        with self._lock:
+            new = [name for name in blobs if name not in self._written]
+        if not new:
+            return
+        for name, text in zip(new, self.redact([blobs[n] for n in new]), strict=True):
             path = self.record_to / "blobs" / name[:2] / f"{name}.json"
             if not path.exists():
-                _write_atomic(path, self.redact(text).encode("utf-8", "surrogatepass"))
+                _write_atomic(path, text.encode("utf-8", "surrogatepass"))
             with self._lock:
                 self._written.add(name)
 
@@ -528,7 +534,7 @@ class Cassette:
         assert self.record_to is not None
         path = self.record_to / "shared" / f"{entry.key}.json"
         if not path.exists():
-            text = self.redact(json.dumps(entry.line(), ensure_ascii=False))
+            (text,) = self.redact([json.dumps(entry.line(), ensure_ascii=False)])
             _write_atomic(path, text.encode("utf-8", "surrogatepass"))
 
 
@@ -560,6 +566,7 @@ class Lane:
         self.lane_id = lane_id
         self.meta = meta
         self.recorded: list[Entry] = []
+        self.blobs: dict[str, str] = {}  # the recorded calls' blobs, written with the lane
         self.failure: ReplayMiss | None = None
         self._count = 0
         self._lock = threading.Lock()
@@ -614,10 +621,10 @@ class Lane:
         cost: float,
         seconds: float,
     ) -> None:
-        """Record a call's answer (when recording)."""
+        """Record a call's answer (when recording): an embedding at once, a chat call with
+        its lane (its blobs too, so a failed attempt leaves nothing)."""
         if self.cassette.record_to is None:
             return
-        self.cassette.write_blobs(prepared.blobs)
         entry = Entry(
             number,
             prepared.kind,
@@ -628,10 +635,12 @@ class Lane:
             prepared.stored,
         )
         if prepared.kind == "embedding":
+            self.cassette.write_blobs(prepared.blobs)
             self.cassette.keep_shared(entry)
             return
         with self._lock:
             self.recorded.append(entry)
+            self.blobs.update(prepared.blobs)
 
     def _miss_message(self, request: dict[str, Any], number: int) -> str:
         where = f"simulation lane '{self.lane_id}'"

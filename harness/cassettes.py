@@ -33,13 +33,18 @@ def _written_forms(secret: str) -> tuple[str, ...]:
     return tuple(sorted(once | twice, key=len, reverse=True))
 
 
-def redact_json_text(text: str) -> str:
-    """A JSON text with every secret in play replaced by `[redacted]` in whichever escaped form
-    it was written (`_written_forms`): cassettes redact the texts they write, not the values."""
-    for secret in redaction.secrets_in_play():
-        for written in _written_forms(secret):
-            if written in text:
-                text = text.replace(written, redaction.REDACTED)
+def redact_json_texts(texts: list[str]) -> list[str]:
+    """JSON texts with every secret in play replaced by `[redacted]` in whichever escaped form
+    it was written (`_written_forms`): cassettes redact the texts they write, not the values,
+    a batch at a time (finding the secrets in play reads the environment)."""
+    forms = [form for secret in redaction.secrets_in_play() for form in _written_forms(secret)]
+    return [_replaced(text, forms) for text in texts] if forms else texts
+
+
+def _replaced(text: str, forms: list[str]) -> str:
+    for written in forms:
+        if written in text:
+            text = text.replace(written, redaction.REDACTED)
     return text
 
 
@@ -76,7 +81,7 @@ def open_cassette(
             record=record,
             replay=replay,
             miss=miss,  # type: ignore[arg-type]
-            redact=redact_json_text,
+            redact=redact_json_texts,
             secret_name=lambda name: (
                 redaction.is_secret_name(name) or name in redaction.HEADER_ARGS
             ),

@@ -96,7 +96,7 @@ def test_every_json_text_written_is_redacted_in_its_escaped_form(secret, monkeyp
     line = json.dumps({"content": f"Incorrect API key provided: {secret}"}, ensure_ascii=False)
     blob = cassette.canonical_json({"arguments": json.dumps({"key": secret})})  # twice escaped
     for text in (line, blob):
-        redacted = cassettes.redact_json_text(text)
+        (redacted,) = cassettes.redact_json_texts([text])
         assert not redaction.leaks(redacted, [secret]), redacted
         assert "quoted" not in redacted and "0123456789" not in redacted, redacted
         assert redaction.REDACTED in redacted
