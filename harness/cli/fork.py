@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from tau_mcp.harness.cli.common import (
-    JUDGE_HELP,
     RECORD_HELP,
     REPLAY_HELP,
     REPLAY_MISS_HELP,
@@ -17,6 +16,8 @@ from tau_mcp.harness.cli.common import (
     json_arg,
     llm_args_option,
 )
+
+FORK_JUDGE_HELP = "Model judging NL assertions; 'none' skips them (default: the parent's judge)."
 
 
 def fork(
@@ -46,9 +47,11 @@ def fork(
     user_llm_args: str = typer.Option(
         None, "--user-llm-args", help="JSON object; replaces the parent's arguments."
     ),
-    judge_llm: str = typer.Option(None, "--judge-llm", help=JUDGE_HELP),
+    judge_llm: str = typer.Option(None, "--judge-llm", help=FORK_JUDGE_HELP),
     judge_llm_args: str = typer.Option(
-        None, "--judge-llm-args", help="JSON arguments laid over the judge's default ones."
+        None,
+        "--judge-llm-args",
+        help="JSON object; replaces the parent's judge arguments (laid over the judge's defaults).",
     ),
     max_steps: int = typer.Option(None, "--max-steps", min=1),
     max_concurrency: int = typer.Option(3, "--max-concurrency", min=1),
