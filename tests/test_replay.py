@@ -20,7 +20,7 @@ from tau_mcp.conversation import cassette, reference_texts
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.results import load_results
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+from tau_mcp.servers.domains import discovery
 from tests.support.data import DATA_DIR, DEMO_DIR, missing
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.replay import AGENT, JUDGE, RERANKER, USER, comparable, model_args, script_models
@@ -92,7 +92,7 @@ def _as_a_new_process(monkeypatch) -> None:
     monkeypatch.setattr(documents, "_BASES", {})
 
 
-@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+@pytest.mark.parametrize("domain", sorted({d.name for d in discovery.installed() if d.builtin}))
 def test_a_replayed_run_writes_the_recorded_results(models, domain, tmp_path, monkeypatch):
     if missing(domain):
         pytest.skip(missing(domain))
