@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from tau_mcp.conversation import collector, direct
+from tau_mcp.conversation import cassette, collector, direct
 from tau_mcp.conversation.messages import ChatMessage, Message, ToolCall, ToolMessage
 
 DEFAULT_LLM = "gpt-4.1-2025-04-14"
@@ -111,56 +112,105 @@ async def generate(
     """One model reply as a message with the given role, carrying cost and token usage.
 
     OpenAI-compatible models take litellm's cheap route (`tau_mcp.conversation.direct`): the same request
-    body, built by litellm once per call shape, without its per-call bookkeeping."""
+    body, built by litellm once per call shape, without its per-call bookkeeping. Inside a
+    simulation with a cassette (`tau_mcp.conversation.cassette`), the call is recorded, or
+    answered from the recording without reaching the model."""
+    wire = [to_openai(m) for m in messages]
+    choice_arg = (tool_choice or "auto") if tools else None
+    lane = cassette.current()
+    if lane is None:
+        data, cost, seconds = await _chat(model, wire, tools, choice_arg, llm_args)
+        return _message(data, role, model, cost, seconds)
+    prepared = lane.prepare(
+        "chat", model, messages=wire, tools=tools, tool_choice=choice_arg, args=llm_args
+    )
+    data, cost, seconds = await _through(
+        lane, prepared, lambda: _chat(model, wire, tools, choice_arg, llm_args)
+    )
+    return _message(data, role, model, cost, seconds)
+
+
+Answer = tuple[dict[str, Any], float, float]  # the reply as JSON, its cost, seconds it took
+
+
+async def _through(
+    lane: cassette.Lane, prepared: cassette.Prepared, live: Callable[[], Awaitable[Answer]]
+) -> Answer:
+    """A call inside a cassette's lane: the recorded answer, or the model's (recorded)."""
+    number = lane.next_number()
+    found = lane.answer(prepared, number)
+    if found is not None:
+        answer: Answer = (found.response, found.cost, found.seconds)
+    else:
+        answer = await live()
+    lane.keep(prepared, number, *answer)
+    return answer
+
+
+async def _chat(
+    model: str,
+    wire: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    choice_arg: str | None,
+    llm_args: dict[str, Any],
+) -> Answer:
+    """A chat completion from the model: the reply as chat-completions JSON (volatile fields
+    such as its id and creation time left out), its cost and the seconds it took."""
     litellm = litellm_module()
     kwargs = dict(llm_args)
     kwargs.setdefault("num_retries", 3)
-    wire = [to_openai(m) for m in messages]
-    choice_arg = (tool_choice or "auto") if tools else None
     route = direct.route_for(litellm, model, kwargs, bool(tools), choice_arg)
     if route is not None:
         started = time.perf_counter()
         async with _gated(model):
             data = await direct.post(route, route.encode(wire, tools, choice_arg))
-        return _from_json(data, role, model, direct.elapsed_since(started), litellm, route)
+        elapsed = direct.elapsed_since(started)
+        return data, direct.cost(litellm, route, data.get("usage")), elapsed
     if tools:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = choice_arg
     started = time.perf_counter()
     async with _gated(model):
         response = await litellm.acompletion(model=model, messages=wire, **kwargs)
-    elapsed = time.perf_counter() - started
-    choice = response.choices[0].message
-    tool_calls = [
-        ToolCall(
-            id=tc.id or f"call_{i}",
-            name=tc.function.name,
-            arguments=_parse_arguments(tc.function.arguments),
-        )
-        for i, tc in enumerate(getattr(choice, "tool_calls", None) or [])
-    ]
+    elapsed = round(time.perf_counter() - started, 3)
+    return completion_json(response, model), _cost(litellm, response), elapsed
+
+
+def completion_json(response: Any, model: str) -> dict[str, Any]:
+    """A litellm chat-completion response as the JSON the provider sent (what is read of it)."""
+    choices = []
+    for choice in getattr(response, "choices", None) or []:
+        message = choice.message
+        out: dict[str, Any] = {"role": getattr(message, "role", None) or "assistant"}
+        out["content"] = getattr(message, "content", None)
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            out["refusal"] = refusal
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            out["tool_calls"] = [
+                {
+                    "id": tc.id,
+                    "type": "function",
+                    "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                }
+                for tc in calls
+            ]
+        choices.append({"message": out, "finish_reason": getattr(choice, "finish_reason", None)})
+    data: dict[str, Any] = {"model": getattr(response, "model", None) or model, "choices": choices}
     usage = getattr(response, "usage", None)
-    return ChatMessage(
-        role=role,  # type: ignore[arg-type]
-        content=choice.content,
-        tool_calls=tool_calls or None,
-        cost=_cost(litellm, response),
-        usage=(
-            {"completion_tokens": usage.completion_tokens, "prompt_tokens": usage.prompt_tokens}
-            if usage is not None
-            else None
-        ),
-        raw_data={
-            "model": getattr(response, "model", model),
-            "generation_seconds": round(elapsed, 3),
-        },
-    )
+    if usage is not None:
+        data["usage"] = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+        }
+    return data
 
 
-def _from_json(
-    data: dict[str, Any], role: str, model: str, elapsed: float, litellm: Any, route: Any
+def _message(
+    data: dict[str, Any], role: str, model: str, cost: float, elapsed: float
 ) -> ChatMessage:
-    """A chat-completions reply (plain JSON) as a message, as the litellm path would make it."""
+    """A chat-completions reply (plain JSON) as a trajectory message."""
     try:
         choice = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
@@ -178,7 +228,7 @@ def _from_json(
         role=role,  # type: ignore[arg-type]
         content=choice.get("content"),
         tool_calls=tool_calls or None,
-        cost=direct.cost(litellm, route, usage),
+        cost=cost,
         usage=(
             {
                 "completion_tokens": usage.get("completion_tokens"),
@@ -242,40 +292,22 @@ async def complete(
 ) -> Completion:
     """One model call with exactly these messages, tools and arguments (no tool choice is
     sent), for callers that keep their own wire history, as the original τ-bench's agents and
-    users do. The reply is read as plain JSON."""
-    litellm = litellm_module()
-    kwargs = dict(llm_args)
-    kwargs.setdefault("num_retries", 3)
-    route = direct.route_for(litellm, model, kwargs, bool(tools), None)
-    started = time.perf_counter()
-    if route is not None:
-        async with _gated(model):
-            data = await direct.post(route, route.encode(messages, tools, None))
-        try:
-            message = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise direct.ModelCallError(
-                f"{model}: reply without choices: {str(data)[:200]}"
-            ) from None
-        usage = data.get("usage")
-        return Completion(
-            _plain_reply(message),
-            direct.cost(litellm, route, usage),
-            _usage(usage),
-            data.get("model") or model,
-            direct.elapsed_since(started),
+    users do. The reply is read as plain JSON; inside a simulation with a cassette the call is
+    recorded, or answered from the recording."""
+    lane = cassette.current()
+    if lane is None:
+        data, cost, seconds = await _chat(model, messages, tools, None, llm_args)
+    else:
+        prepared = lane.prepare("chat", model, messages=messages, tools=tools, args=llm_args)
+        data, cost, seconds = await _through(
+            lane, prepared, lambda: _chat(model, messages, tools, None, llm_args)
         )
-    if tools:
-        kwargs["tools"] = tools
-    async with _gated(model):
-        response = await litellm.acompletion(model=model, messages=messages, **kwargs)
-    usage = getattr(response, "usage", None)
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise direct.ModelCallError(f"{model}: reply without choices: {str(data)[:200]}") from None
     return Completion(
-        _plain_reply(response.choices[0].message.model_dump()),
-        _cost(litellm, response),
-        _usage(usage.model_dump() if usage is not None else None),
-        getattr(response, "model", model),
-        round(time.perf_counter() - started, 3),
+        _plain_reply(message), cost, _usage(data.get("usage")), data.get("model") or model, seconds
     )
 
 
@@ -286,3 +318,67 @@ def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
         "completion_tokens": usage.get("completion_tokens"),
         "prompt_tokens": usage.get("prompt_tokens"),
     }
+
+
+async def complete_request(request: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """A chat completion sent as litellm's `acompletion` keyword arguments are (a retrieval
+    tool's reranker): the reply as chat-completions JSON and its cost, through the cassette
+    when a simulation has one."""
+    args = {k: v for k, v in request.items() if k not in ("model", "messages")}
+    model, messages = request["model"], request["messages"]
+
+    async def live() -> Answer:
+        litellm = litellm_module()
+        started = time.perf_counter()
+        response = await litellm.acompletion(**request)
+        elapsed = round(time.perf_counter() - started, 3)
+        return completion_json(response, model), _cost(litellm, response), elapsed
+
+    lane = cassette.current()
+    if lane is None:
+        data, cost, _ = await live()
+    else:
+        prepared = lane.prepare("chat", model, messages=messages, args=args)
+        data, cost, _ = await _through(lane, prepared, live)
+    return data, cost
+
+
+async def embed(model: str, texts: list[str], **args: Any) -> tuple[dict[str, Any], float]:
+    """Embeddings of `texts` (litellm's `aembedding`): `{"data": [{"index", "embedding"}],
+    "usage", "model"}` and the cost, through the cassette when a simulation has one."""
+
+    async def live() -> Answer:
+        litellm = litellm_module()
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            # litellm's response model declares floats; base64 strings make pydantic warn.
+            warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
+            response = await litellm.aembedding(model=model, input=texts, **args)
+        elapsed = round(time.perf_counter() - started, 3)
+        return embedding_json(response, model), _cost(litellm, response), elapsed
+
+    lane = cassette.current()
+    if lane is None:
+        data, cost, _ = await live()
+    else:
+        prepared = lane.prepare("embedding", model, inputs=list(texts), args=args)
+        data, cost, _ = await _through(lane, prepared, live)
+    return data, cost
+
+
+def embedding_json(response: Any, model: str) -> dict[str, Any]:
+    """A litellm embedding response as plain JSON."""
+    raw = response["data"] if isinstance(response, dict) else getattr(response, "data", None)
+    data = []
+    for position, item in enumerate(raw or []):
+        item = item if isinstance(item, dict) else dict(item)
+        data.append({"index": item.get("index", position), "embedding": item.get("embedding")})
+    usage = (
+        response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
+    )
+    if usage is not None and not isinstance(usage, dict):
+        usage = {"prompt_tokens": getattr(usage, "prompt_tokens", None)}
+    model_name = (
+        response.get("model") if isinstance(response, dict) else getattr(response, "model", None)
+    )
+    return {"model": model_name or model, "data": data, "usage": usage}

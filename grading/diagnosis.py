@@ -16,9 +16,10 @@ from typing import Any
 
 from tau_mcp.conversation.messages import OUT_OF_SCOPE, TRANSFER, ChatMessage, Message, ToolMessage
 from tau_mcp.grading.checks import passed
+from tau_mcp.grading.simulator_flags import simulator_flags
 from tau_mcp.servers.engine.tasks import Action, Task
 
-VERSION = 1
+VERSION = 2  # 2: user_simulator_flags
 
 #: The fixed vocabulary, in the order the rules are tried (the first that applies wins).
 CATEGORIES = (
@@ -359,6 +360,15 @@ def diagnose(
     }
     category, side, summary = _categorize(out, missing, unexpected, messages, failed)
     out.update(category=category, side=side, summary=summary)
+    out["user_simulator_flags"] = simulator_flags(
+        task,
+        messages,
+        history,
+        stopped_after_question=ending["kind"] in ("user_stop", "out_of_scope")
+        and _asked_then_left(messages),
+        pending_writes=[m.action.name for m in pending],
+        user_extra_writes=[c.brief() for c in unexpected if c.side == "user" and not c.error],
+    )
     return out
 
 

@@ -35,6 +35,7 @@ from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.harness.agents import agent_class
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.benchmarks import benchmark_of, with_benchmark_defaults
+from tau_mcp.harness.cassettes import needs_no_model
 from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.preflight import (
@@ -94,7 +95,9 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
         if playing.agent not in OUTSIDE_AGENTS:
             agent_class(playing.agent)
         user_class(playing.user, benchmark_of(domain).name)
-        check_known(models_called(with_llm_defaults(playing, reference_texts(domain.data_dir)), []))
+        if not needs_no_model(config):  # a strict replay reaches no model: no key is needed
+            texts = reference_texts(domain.data_dir)
+            check_known(models_called(with_llm_defaults(playing, texts), []))
         loading = getattr(watcher, "loading", None)
         if loading is not None:
             loading()
@@ -172,7 +175,11 @@ async def _run(config: RunConfig, domain: Domain, watcher: RunWatcher | None) ->
         uses = models_called(
             simulations.config, tasks, simulations.grader.judge, simulations.reviewer
         )
-        check_now = config.ray is not None or not any(u.role in TURN_ROLES for u in uses)
+        if needs_no_model(config):  # a strict replay reaches no model: no key is needed
+            uses = []
+        # A replay whose misses go live checks as its first live request goes out.
+        lazy = any(u.role in TURN_ROLES for u in uses) or config.replay is not None
+        check_now = config.ray is not None or not lazy
         # the keys known without litellm are checked here and now (the judge's and the
         # reviewer's are new since `run` checked the agent's and user's); the others as above
         uses = check_known(uses)
@@ -224,7 +231,11 @@ def _run_with_workers(config: RunConfig, domain: Domain, watcher: RunWatcher | N
     # The key check runs once, here: a missing key is one sentence with no results file. A run
     # calling models imports litellm (seconds of CPU) before the fork, so no worker imports
     # it again.
-    uses = models_called(simulations.config, tasks, simulations.grader.judge, simulations.reviewer)
+    uses = []
+    if not needs_no_model(config):
+        uses = models_called(
+            simulations.config, tasks, simulations.grader.judge, simulations.reviewer
+        )
     check_models(uses)
     if uses:
         litellm_module()

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tau_mcp.grading import Judge
+from tau_mcp.harness.cassettes import cassette_options_problem
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_STEPS
 from tau_mcp.harness.review import ReviewSettings
@@ -205,6 +206,14 @@ class RunConfig(BaseModel):
     #: The run preset that filled options (tau_mcp.harness.presets.record), kept in the header.
     preset: dict[str, Any] | None = None
 
+    # --- model calls recorded and replayed (docs/replay.md) -------------------------------------
+    #: A cassette folder every model call of the run is recorded to (`--record`).
+    record: Path | None = None
+    #: A cassette folder model calls are answered from, with no network (`--replay`).
+    replay: Path | None = None
+    #: What a request the replayed cassette lacks does: "fail" the simulation, or go "live".
+    replay_miss: str = "fail"
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -276,6 +285,9 @@ class RunConfig(BaseModel):
                 "--agent-name labels an agent that is not ours (--agent cmd, tau-harness serve); "
                 f"the {self.agent} agent is named by its model"
             )
+        problem = cassette_options_problem(self.replay, self.replay_miss)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     # --- derived --------------------------------------------------------------------------------

@@ -7,10 +7,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tau_mcp.conversation.cassette import Cassette
 from tau_mcp.conversation.messages import parse_message
 from tau_mcp.grading import Grader
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.benchmarks import with_original_reward
+from tau_mcp.harness.cassettes import saved_simulation_lane
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.task_group import gather_or_cancel
 from tau_mcp.servers.engine.domain import Domain
@@ -51,9 +53,11 @@ async def regrade(
     grader: Grader,
     document: dict[str, Any],
     concurrency: int = 8,
+    cassette: Cassette | None = None,
 ) -> dict[str, Any]:
     """The document with every simulation's reward_info recomputed (infrastructure failures
-    keep none). Unknown task ids fail with one sentence."""
+    keep none). Unknown task ids fail with one sentence. With a cassette, each simulation's
+    judge calls go through its lane (the lane the run that made it used)."""
     solo = is_solo_run(document)
     sims = document["simulations"]
     missing = sorted({str(s.get("task_id")) for s in sims} - set(domain.tasks))
@@ -70,9 +74,10 @@ async def regrade(
         async with limit:
             ref = await grader.rebuild(task, messages, len(history or []), solo)
             try:
-                reward_info = await grader.grade(
-                    task, messages, str(sim.get("termination_reason")), ref
-                )
+                with saved_simulation_lane(cassette, sim):
+                    reward_info = await grader.grade(
+                        task, messages, str(sim.get("termination_reason")), ref
+                    )
             finally:
                 await backend.delete_episode(ref)
         return {**sim, "reward_info": with_original_reward(domain, task, reward_info)}
@@ -89,6 +94,22 @@ def _with_domain(document: dict[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(environment, dict) or environment.get("domain_name") is not None:
         return document
     return {**document, "info": {**info, "environment_info": {**environment, "domain_name": name}}}
+
+
+def with_grader_header(document: dict[str, Any], judge: Any, cassette: Any = None) -> dict:
+    """A re-graded document's header says which judge graded it (its model and arguments,
+    in the places a run's header keeps them) and, with a cassette, which one."""
+    info = document.get("info")
+    if not isinstance(info, dict):
+        return document
+    info = {
+        **info,
+        "judge_llm": judge.model if judge is not None else None,
+        "judge_llm_args": judge.llm_args if judge is not None else None,
+    }
+    if cassette is not None:
+        info["cassette"] = cassette.describe()
+    return {**document, "info": info}
 
 
 def check_domain(document: dict[str, Any], domain: str, source: Any) -> None:

@@ -147,6 +147,21 @@ class Orchestrator:
         self._started = time.perf_counter()  # reset when the run starts
 
     # --- setup ------------------------------------------------------------------------------
+    def count_taken(self, opening: list[Message], history_length: int) -> None:
+        """Continuing a conversation's opening (a fork): count the steps and failed tool calls
+        its messages after the task's own history took, as the run that made them counted
+        them (the opening agent message is no step; a batch of tool results is one)."""
+        steps = errors = 0
+        previous: Message | None = None
+        for index, message in enumerate(opening[history_length:]):
+            if isinstance(message, ToolMessage):
+                errors += message.error
+                steps += not isinstance(previous, ToolMessage)
+            elif not (index == 0 and history_length == 0 and message.role == "assistant"):
+                steps += 1
+            previous = message
+        self.steps, self.errors = steps, errors
+
     async def _begin(self, history: list[Message]) -> None:
         if history:
             self._resume_from(history)

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from tau_mcp.conversation.reference_prompts import user_guidelines_path
 from tau_mcp.conversation.reference_texts import ReferenceTexts, reference_texts
+from tau_mcp.harness.cassettes import saved_simulation_lane
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.preflight import ModelUse
 from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:  # grading.review is imported when a review is made, not by every run
+    from tau_mcp.conversation.cassette import Cassette
     from tau_mcp.grading.review import ReviewInputs, ReviewTexts
     from tau_mcp.harness.results import SimulationRecord
 
@@ -126,6 +128,7 @@ async def review_document(
     task_ids: list[str] | None = None,
     limit: int | None = None,
     on_done: Callable[[], None] | None = None,
+    cassette: Cassette | None = None,
 ) -> ReviewOutcome:
     """The document with the selected simulations reviewed (the others left out, as the
     reference does). A review that raises is kept as the reference's empty review and listed
@@ -146,15 +149,16 @@ async def review_document(
             outcome.skipped.append(str(sim.get("id")))
         else:
             async with gate:
-                try:
-                    fields = await reviewer.review(
-                        ReviewInputs(task, sim.get("messages") or [], guidelines, policy)
-                    )
-                except ConfigError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - kept as the reference keeps it
-                    outcome.failed.append(f"{sim.get('id')}: {type(exc).__name__}: {exc}")
-                    fields = failed_review(reviewer.mode)
+                with saved_simulation_lane(cassette, sim):  # a replay's miss stops the review
+                    try:
+                        fields = await reviewer.review(
+                            ReviewInputs(task, sim.get("messages") or [], guidelines, policy)
+                        )
+                    except ConfigError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - kept as the reference keeps it
+                        outcome.failed.append(f"{sim.get('id')}: {type(exc).__name__}: {exc}")
+                        fields = failed_review(reviewer.mode)
             sim.update(fields)
             outcome.reviewed += 1
             outcome.cost += review_cost(fields) or 0.0

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tau_mcp.conversation.messages import dump_message, history_messages
+from tau_mcp.conversation.cassette import CassetteError, ReplayMiss
+from tau_mcp.conversation.messages import Message, ToolMessage, dump_message, history_messages
 from tau_mcp.conversation.reference_prompts import compose_policy, user_guidelines_path
 from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.grading import Grader
@@ -36,6 +37,7 @@ from tau_mcp.harness.benchmarks import (
     with_benchmark_defaults,
     with_original_reward,
 )
+from tau_mcp.harness.cassettes import lane_id, lane_meta, open_cassette
 from tau_mcp.harness.config import OUTSIDE_AGENTS, RunConfig, select_tasks, split_of
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
@@ -60,6 +62,8 @@ from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 from tau_mcp.simulator.base import UserContext, UserSimulator
+from tau_mcp.simulator.llm_user import LLMUser
+from tau_mcp.simulator.llm_user import identity as user_identity
 from tau_mcp.simulator.registry import user_class
 from tau_mcp.simulator.taubench import TauBenchUser
 
@@ -122,6 +126,13 @@ async def with_retries(
             return record
         except (ConfigError, EngineError):
             raise
+        except CassetteError as exc:
+            raise ConfigError(str(exc)) from None
+        except ReplayMiss as exc:
+            # The cassette lacks a request: trying again asks the same request again.
+            return SimulationRecord.infrastructure_failure(
+                task.id, trial, seed, f"{type(exc).__name__}: {exc}", number + 1
+            )
         except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
             last_error = f"{type(exc).__name__}: {exc}"
     return SimulationRecord.infrastructure_failure(
@@ -168,6 +179,15 @@ class TaskSelection:
             "run": len(self.tasks),
             "by_reason": self.by_reason(),
         }
+
+
+def answered(messages: list[Message]) -> list[Message]:
+    """A conversation's opening without a last message's tool calls that have no results in
+    it yet (a fork continuing from there makes those calls itself)."""
+    last = messages[-1] if messages else None
+    if last is not None and not isinstance(last, ToolMessage) and last.tool_calls:
+        return messages[:-1]
+    return messages
 
 
 def _some(ids: list[str], shown: int = 8) -> str:
@@ -243,6 +263,8 @@ class SimulationRunner:
         )
         self.reviewer = Reviewer.for_data(config.review, domain.data_dir) if config.review else None
         self.rules = self.benchmark.rules(domain)
+        # `--record` / `--replay`: every model call of a simulation goes through its lane.
+        self.cassette = open_cassette(config.record, config.replay, config.replay_miss)
         self.has_user_tools = domain.spec.user_tools is not None
         if self.variant is not None:
             self.policy = self.variant.policy(None)
@@ -342,6 +364,9 @@ class SimulationRunner:
             optional["preset"] = c.preset
         if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
             optional["task_set_name"] = self.domain.task_set
+        if self.cassette is not None:
+            optional["cassette"] = self.cassette.describe()
+        optional["user_simulator"] = self.user_identity()
         judge = self.grader.judge
         prompt_set = (
             taubench_prompt_set_info(self.taubench)
@@ -406,6 +431,21 @@ class SimulationRunner:
             outside["command"] = redaction.redact_command(c.agent_cmd)
         return AgentInfo.model_construct(implementation=c.agent, llm=None, llm_args=None, **outside)
 
+    def user_identity(self) -> dict[str, Any]:
+        """Who the simulated user was: its kind and tau-mcp's version of it; for the llm user
+        also its model, its arguments less secrets, and the sha256 of its prompt (the scenario
+        left as a slot) and of its guidelines."""
+        c = self.config
+        out: dict[str, Any] = {
+            "implementation": c.user,
+            "version": getattr(self.user_factory, "version", None),
+        }
+        if issubclass(self.user_factory, LLMUser):
+            out["model"] = c.user_llm
+            out["llm_args"] = redaction.without_secrets(c.user_llm_args)
+            out.update(user_identity(self.texts, self.user_guidelines(), self.has_user_tools))
+        return out
+
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""
         return self.variant is not None and self.variant.policy_per_task
@@ -448,22 +488,42 @@ class SimulationRunner:
         """Simulations run in this process: nothing to start or stop."""
         yield
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
-        """Run, grade and clean up one simulation; retry infrastructure failures."""
+    async def simulate(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None = None
+    ) -> SimulationRecord:
+        """Run, grade and clean up one simulation; retry infrastructure failures. `prefix`:
+        a conversation's opening to continue from (`tau-harness fork`)."""
         return await with_retries(
-            lambda: self.attempt(task, trial, seed), self.config, task, trial, seed
+            lambda: self.attempt(task, trial, seed, prefix), self.config, task, trial, seed
         )
 
     # --- one attempt ------------------------------------------------------------------------
-    async def attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
-        """One try at the simulation, no retry: any failure propagates."""
-        ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
+    async def attempt(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None = None
+    ) -> SimulationRecord:
+        """One try at the simulation, no retry: any failure propagates. With a cassette, its
+        model calls go through the simulation's lane (recorded when the try succeeds)."""
+        if self.cassette is None:
+            return await self._attempt(task, trial, seed, prefix)
+        with self.cassette.lane(lane_id(task.id, trial, seed), lane_meta(task.id, trial, seed)):
+            return await self._attempt(task, trial, seed, prefix)
+
+    async def _attempt(
+        self, task: Task, trial: int, seed: int, prefix: list[Message] | None
+    ) -> SimulationRecord:
+        history = history_messages(task)
+        if prefix is None:
+            ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
+        else:  # the opening's tool calls made again on a fresh episode: its state is real
+            ref = await self.grader.rebuild(task, answered(prefix), len(history), self.solo)
         sessions: list = []
         try:
             orchestrator = await self._orchestrator(task, trial, seed, ref, sessions)
             if self.on_orchestrator is not None:
                 self.on_orchestrator(orchestrator)
-            conversation = await orchestrator.run(history_messages(task))
+            if prefix is not None:
+                orchestrator.count_taken(prefix, len(history))
+            conversation = await orchestrator.run(history if prefix is None else prefix)
             reward_info = await self.grader.grade(
                 task, conversation.messages, conversation.termination.value, ref
             )
@@ -486,7 +546,7 @@ class SimulationRunner:
                 "episode_id": ref.episode_id,
                 "steps": conversation.steps,
                 "tool_errors": conversation.tool_errors,
-                "history_length": conversation.history_length,
+                "history_length": len(history),
             },
             tool_costs=conversation.tool_costs,
         )

@@ -36,6 +36,8 @@ class UserSimulator:
     returns the user's next message (text, or tool calls on the user's own tools)."""
 
     implementation = "user"
+    #: tau-mcp's version of this simulator's behaviour, recorded in the results header.
+    version = "1"
 
     def __init__(self, context: UserContext) -> None:
         self.context = context

@@ -175,8 +175,10 @@ def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None
     tasks = "create_task_1,update_task_1,impossible_task_1"
 
     # In-process and with worker processes: provider errors echo the agent's and user's keys.
+    # Every model call is recorded to a cassette too (issue 33): searched like every file.
     for name, extra in (("run", ()), ("workers", ("--workers", "2"))):
         save_to = tmp_path / f"{name}.json"
+        extra = (*extra, "--record", str(tmp_path / f"{name}-cassette"))
         done = out.keep(name, _harness(*_run_args(fake, save_to, tasks, *extra)))
         assert done.returncode == 1, done.stderr[-3000:]  # infrastructure errors: exit 1
         sims = load_results(save_to)["simulations"]
@@ -192,6 +194,7 @@ def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None
         assert info["agent_info"]["llm_args"]["temperature"] == 0.0  # the rest is kept
         assert info["user_info"]["llm_args"]["api_key"] == redaction.REDACTED
         assert info["judge_llm_args"]["api_key"] == redaction.REDACTED
+        assert any((tmp_path / f"{name}-cassette" / "lanes").iterdir())  # calls were recorded
     # The same command resumes into its file: redacted headers compare equal.
     again = out.keep("resume", _harness(*_run_args(fake, tmp_path / "run.json", tasks)))
     assert "holds a run with other settings" not in again.stderr, again.stderr[-2000:]
@@ -199,7 +202,8 @@ def test_planted_keys_are_in_no_file_and_no_output(fake, tmp_path: Path) -> None
     # The judge echoes its key as the grading of a task with NL assertions (retail) fails.
     fake.respond("user-model", lambda body: text("Bye. ###STOP###"))
     judged = tmp_path / "judged.json"
-    out.keep("judge", _harness(*_run_args(fake, judged, "2", domain="retail")))
+    judge_tape = ("--record", str(tmp_path / "judge-cassette"))
+    out.keep("judge", _harness(*_run_args(fake, judged, "2", *judge_tape, domain="retail")))
     assert "Incorrect API key provided" in json.dumps(load_results(judged))
 
     # Readers and writers of results: evaluate, view, report in every format.

@@ -63,6 +63,10 @@ def test_prepare_with_no_options_and_no_terminal_makes_a_valid_folder(tmp_path, 
     assert submission["model_organization"] == submission["submitting_organization"]
     assert submission["is_new"] is True and submission["submission_type"] == "standard"
     assert submission["methodology"]["tau2_bench_version"] == "1.0.1"
+    # Who the user was (issue 33): the runs' headers, in the methodology's notes.
+    notes = submission["methodology"]["notes"]
+    assert notes.count(f"tau-mcp llm user v2, model {USER}, args ") >= 1
+    assert "prompt sha256 " in notes and "guidelines sha256 " in notes
     assert folder.name.startswith("openai-fake-agent_my-organization_")
     assert sorted(submission["results"]) == sorted(BOARD_DOMAINS)
     for domain in BOARD_DOMAINS:

@@ -362,6 +362,34 @@ def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
 
 
 @pytest.mark.e2e
+@pytest.mark.needs_data("airline")
+def test_a_recorded_run_replays_on_ray_actors(cluster, fake, tmp_path):
+    """Issue 33: the actors answer every model call from the cassette the driver names."""
+    from tests.support.replay import AGENT, USER, comparable, model_args, script_models
+
+    script_models(fake)
+    domain = _load("airline")
+    settings = {
+        "domain": "airline",
+        "judge_llm": "none",
+        "num_tasks": 3,
+        "num_trials": 2,
+        "max_concurrency": 6,
+        "agent_llm": f"openai/{AGENT}",
+        "agent_llm_args": model_args(fake),
+        "user_llm": f"openai/{USER}",
+        "user_llm_args": model_args(fake),
+    }
+    tape = tmp_path / "tape"
+    local, _ = asyncio.run(_run(domain, RunConfig(**settings, record=tape), use_ray=False))
+    calls = sum(len(v) for v in fake.requests.values())
+    remote, _ = asyncio.run(_run(domain, RunConfig(**settings, replay=tape), use_ray=True))
+    assert sum(len(v) for v in fake.requests.values()) == calls
+    assert not any(s["termination_reason"] == "infrastructure_error" for s in remote)
+    assert comparable({"simulations": remote}) == comparable({"simulations": local})
+
+
+@pytest.mark.e2e
 def test_a_pack_folder_reaches_ray_actors(cluster, tmp_path, monkeypatch):
     """Actors of a cluster started on its own do not share the driver's environment: a
     `--domain-path` pack reaches them in their payload, and they import it themselves."""

@@ -29,6 +29,7 @@ COMMANDS = (
     # options (tau_mcp.harness.cli.tau2_options sorts them out)
     LazyCommand("run", "tau_mcp.harness.cli.run", "run", {"context_settings": _EXTRA_ARGS}),
     LazyCommand("evaluate", "tau_mcp.harness.cli.evaluate", "evaluate"),
+    LazyCommand("fork", "tau_mcp.harness.cli.fork", "fork"),
     LazyCommand("view", "tau_mcp.harness.cli.view", "view"),
     LazyCommand("report", "tau_mcp.harness.cli.report", "report"),
     LazyCommand("review", "tau_mcp.harness.cli.review", "review"),

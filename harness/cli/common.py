@@ -25,6 +25,9 @@ DOMAIN_HELP = (
 
 __all__ = [
     "JUDGE_HELP",
+    "RECORD_HELP",
+    "REPLAY_HELP",
+    "REPLAY_MISS_HELP",
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
     "REVIEW_LLM_HELP",
@@ -62,6 +65,19 @@ REVIEW_LLM_HELP = (
 TASK_SET_HELP = (
     "A named task set of the domain's data (FOLDER_NAME: tasks_NAME.json of the domain's "
     "folder; `tau-harness domain NAME` lists them); default: the domain's own tasks."
+)
+RECORD_HELP = (
+    "Record every model call (agent, user, judge, review, retrieval) to the cassette folder "
+    "DIR, to replay the run later (docs/replay.md)."
+)
+REPLAY_HELP = (
+    "Answer every model call from the cassette folder DIR (recorded with --record), with no "
+    "network and no key; a request it lacks fails its simulation (see --replay-miss)."
+)
+REPLAY_MISS_HELP = (
+    "With --replay: what a request the cassette lacks does: fail (its simulation fails, "
+    "naming the first field that differs from the nearest recorded request) or live (it "
+    "goes to the model)."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "

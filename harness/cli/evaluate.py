@@ -8,9 +8,13 @@ from typing import Any
 
 import typer
 
+from tau_mcp.conversation.cassette import ReplayMiss
 from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     JUDGE_HELP,
+    RECORD_HELP,
+    REPLAY_HELP,
+    REPLAY_MISS_HELP,
     RETRIEVAL_KWARGS_HELP,
     SERVER_TOKEN_FILE_HELP,
     SERVER_TOKEN_HELP,
@@ -77,6 +81,9 @@ def evaluate(
         help=TASK_SET_HELP.removesuffix(".")
         + " (evaluate: else the one the results file records).",
     ),
+    record: Path = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
+    replay: Path = typer.Option(None, "--replay", metavar="DIR", help=REPLAY_HELP),
+    replay_miss: str = typer.Option("fail", "--replay-miss", help=REPLAY_MISS_HELP),
 ) -> None:
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from tau_mcp.conversation.reference_texts import reference_texts
@@ -91,7 +98,9 @@ def evaluate(
         check_domain(document, domain, input)
         task_set = task_set_name or recorded_task_set(document)
         loaded = load_domain(domain, data_dir, task_set=task_set)
-        if judge is not None and needs_judge(tasks_of(loaded, document)):
+        cassette = _cassette(record, replay, replay_miss)
+        strict_replay = replay is not None and replay_miss == "fail"
+        if judge is not None and needs_judge(tasks_of(loaded, document)) and not strict_replay:
             check_models([judge_use(judge.for_texts(reference_texts(loaded.data_dir)))])
         options = _evaluate_options(
             loaded, document, retrieval_config, retrieval_kwargs_option(retrieval_config_kwargs)
@@ -99,10 +108,19 @@ def evaluate(
         with results_lock(save_to):  # no run may write there meanwhile
             refuse_unfinished_run(save_to)
             graded = asyncio.run(
-                _evaluate(loaded, document, judge, server, server_token, max_concurrency, options)
+                _evaluate(
+                    loaded,
+                    document,
+                    judge,
+                    server,
+                    server_token,
+                    max_concurrency,
+                    options,
+                    cassette,
+                )
             )
             write_regraded(save_to, graded)
-    except (EngineError, InfrastructureError, ResultsError, ValueError) as exc:
+    except (EngineError, InfrastructureError, ResultsError, ValueError, ReplayMiss) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         typer.echo(f"interrupted; nothing was written to {save_to}", err=True)
@@ -133,15 +151,23 @@ def _evaluate_options(domain, document, config: str | None, kwargs: dict | None)
     return EpisodeOptions(variant.name, dict(variant.kwargs) or None) if variant else None
 
 
+def _cassette(record: Path | None, replay: Path | None, miss: str):
+    """The judge calls' cassette (`--record`, `--replay`), or None."""
+    from tau_mcp.harness.cassettes import open_cassette
+
+    return open_cassette(record, replay, miss)
+
+
 async def _evaluate(
-    domain, document, judge, server, token, concurrency, options=None
+    domain, document, judge, server, token, concurrency, options=None, cassette=None
 ) -> dict[str, Any]:
     from tau_mcp.grading import Grader
-    from tau_mcp.harness.evaluate import regrade
+    from tau_mcp.harness.evaluate import regrade, with_grader_header
 
     backend = await open_backend(domain, server, token)
     try:
         grader = Grader(backend, domain, judge, options)
-        return await regrade(backend, domain, grader, document, concurrency)
+        graded = await regrade(backend, domain, grader, document, concurrency, cassette)
+        return with_grader_header(graded, grader.judge, cassette)
     finally:
         await backend.close()

@@ -22,9 +22,12 @@ def report(
     from tau_mcp.harness.report.build import ReportError, write_report
 
     try:
-        written = write_report(files, fmt, output)
+        written, report_data = write_report(files, fmt, output)
     except (ReportError, ResultsError) as exc:
         fail(str(exc))
     if written is None:
         return
     console.print(f"report written to {written}")
+    for comparison in report_data["comparisons"]:  # the judges' agreement, said at once
+        if comparison.get("judges"):
+            console.print(f"judges: {comparison['judges']['statement']}", highlight=False)

@@ -9,7 +9,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from tau_mcp.harness import redaction
-from tau_mcp.harness.cli.common import REVIEW_LLM_HELP, console, fail
+from tau_mcp.harness.cli.common import (
+    RECORD_HELP,
+    REPLAY_HELP,
+    REPLAY_MISS_HELP,
+    REVIEW_LLM_HELP,
+    console,
+    fail,
+)
 from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.results import ResultsError, load_results, write_document
@@ -51,10 +58,15 @@ def review(
         help="The reference's option to log each review call; tau-mcp keeps each review, its "
         "cost and usage in the output file instead (ignored, with a note).",
     ),
+    record: Path = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
+    replay: Path = typer.Option(None, "--replay", metavar="DIR", help=REPLAY_HELP),
+    replay_miss: str = typer.Option("fail", "--replay-miss", help=REPLAY_MISS_HELP),
 ) -> None:
     """Review simulations with an LLM the way the reference's `tau2 review` does: errors of the
     agent and of the user simulator with severities, and the authentication outcome. The
     reviews are saved with each simulation; their cost is reported apart."""
+    from tau_mcp.conversation.cassette import ReplayMiss
+    from tau_mcp.harness.cassettes import open_cassette
     from tau_mcp.harness.preflight import check_models
     from tau_mcp.harness.review import Reviewer, ReviewSettings, default_output, review_document
     from tau_mcp.servers.engine.data import resolve_data_dir
@@ -71,7 +83,9 @@ def review(
         if target.exists() and not overwrite:
             raise ConfigError(f"{target} exists; pass --overwrite to replace it or -o elsewhere")
         reviewer = Reviewer.for_data(ReviewSettings(mode, review_llm), resolve_data_dir(data_dir))
-        check_models([reviewer.model_use()])
+        cassette = open_cassette(record, replay, replay_miss)
+        if not (replay is not None and replay_miss == "fail"):  # a strict replay needs no key
+            check_models([reviewer.model_use()])
     except (ConfigError, DataError, ResultsError) as exc:
         fail(str(exc))
     ids = [p for value in task_ids or [] for p in value.replace(",", " ").split() if p]
@@ -92,9 +106,10 @@ def review(
                     ids or None,
                     limit,
                     lambda: progress.advance(bar),
+                    cassette,
                 )
             )
-    except ConfigError as exc:
+    except (ConfigError, ReplayMiss) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         typer.echo(f"interrupted; nothing was written to {target}", err=True)

@@ -22,6 +22,9 @@ from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
     JUDGE_HELP,
+    RECORD_HELP,
+    REPLAY_HELP,
+    REPLAY_MISS_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     REVIEW_LLM_HELP,
@@ -224,6 +227,9 @@ def run(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Benchmark data folder (default $TAU2_DATA_DIR)."
     ),
+    record: Path = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
+    replay: Path = typer.Option(None, "--replay", metavar="DIR", help=REPLAY_HELP),
+    replay_miss: str = typer.Option("fail", "--replay-miss", help=REPLAY_MISS_HELP),
     auto_review: bool = typer.Option(
         False, "--auto-review", help="Review each simulation with an LLM as it finishes."
     ),
@@ -389,6 +395,9 @@ def run(
             workers=workers,
             ray=ray,
             provider_limits=provider_limit,
+            record=record,
+            replay=replay,
+            replay_miss=replay_miss,
         )
     except ConfigError as exc:
         fail(str(exc))

@@ -11,8 +11,12 @@ from pathlib import Path
 import typer
 
 from tau_mcp.harness import redaction
+from tau_mcp.harness.cassettes import needs_no_model
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    RECORD_HELP,
+    REPLAY_HELP,
+    REPLAY_MISS_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     SERVER_TOKEN_FILE_HELP,
@@ -116,6 +120,9 @@ def serve(
         help="A label for the outside agent that plays (e.g. claude-code), recorded in the "
         "results header and shown in place of a model.",
     ),
+    record: Path = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
+    replay: Path = typer.Option(None, "--replay", metavar="DIR", help=REPLAY_HELP),
+    replay_miss: str = typer.Option("fail", "--replay-miss", help=REPLAY_MISS_HELP),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from tau_mcp.conversation.llm import DEFAULT_LLM
@@ -152,6 +159,9 @@ def serve(
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
             server=server,
             server_token=server_token_option(server_token, server_token_file),
+            record=record,
+            replay=replay,
+            replay_miss=replay_miss,
         )
     except ConfigError as exc:
         fail(str(exc))
@@ -196,9 +206,10 @@ def serve(
             # A missing API key for the user or judge model is one sentence now, not at the
             # first simulation.
             runner = hub.runner
-            check_models(
-                models_called(runner.config, list(loaded.tasks.values()), runner.grader.judge)
-            )
+            if not needs_no_model(config):  # a strict replay reaches no model
+                check_models(
+                    models_called(runner.config, list(loaded.tasks.values()), runner.grader.judge)
+                )
             http = uvicorn_server(
                 create_serve_app(hub, guards),
                 policy,

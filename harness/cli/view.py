@@ -167,13 +167,9 @@ def list_results(folder: Path) -> None:
 
 def find_simulations(sims: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     """An exact simulation id, then an exact task id (every trial), then a unique id prefix."""
-    exact = [s for s in sims if str(s.get("id")) == key]
-    if exact:
-        return exact
-    by_task = [s for s in sims if str(s.get("task_id")) == key]
-    if by_task:
-        return sorted(by_task, key=lambda s: int(s.get("trial") or 0))
-    prefixed = [s for s in sims if str(s.get("id", "")).startswith(key)]
-    if len(prefixed) > 1:
-        fail(f"'{key}' matches {len(prefixed)} simulation ids; give more of the id")
-    return prefixed
+    from tau_mcp.harness.results.select import find_simulations as find
+
+    try:
+        return find(sims, key)
+    except ResultsError as exc:
+        fail(str(exc))

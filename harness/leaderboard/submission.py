@@ -267,7 +267,7 @@ def build(
         "evaluation_date": _iso(meta.evaluation_date),
         "tau2_bench_version": meta.tau2_bench_version,
         "user_simulator": meta.user_simulator,
-        "notes": meta.notes,
+        "notes": _with_user_simulator(meta.notes, runs),
         "verification": _drop_none(verification),
     }
     release = {
@@ -293,6 +293,39 @@ def build(
         "reasoning_effort": meta.reasoning_effort,
     }
     return _drop_none(submission), scores
+
+
+def user_simulator_note(runs: list[Run]) -> str | None:
+    """The runs' simulated user in one sentence (the results headers' `user_simulator`: kind,
+    tau-mcp's version, model, arguments less secrets, prompt and guidelines hashes), or None
+    when no run records it. The board's `user_simulator` field holds the model name alone."""
+    found: dict[str, list[str]] = {}
+    for run in runs:
+        who = run.info.get("user_simulator")
+        if not isinstance(who, dict):
+            continue
+        parts = [f"tau-mcp {who.get('implementation')} user v{who.get('version')}"]
+        if who.get("model"):
+            parts.append(f"model {who['model']}")
+        if who.get("llm_args") is not None:
+            parts.append(f"args {json.dumps(who['llm_args'], sort_keys=True)}")
+        for key, label in (("prompt_sha256", "prompt"), ("guidelines_sha256", "guidelines")):
+            if who.get(key):
+                parts.append(f"{label} sha256 {who[key][:16]}")
+        found.setdefault(", ".join(parts), []).append(str(run.domain))
+    if not found:
+        return None
+    if len(found) == 1:
+        return f"User simulator: {next(iter(found))}."
+    each = "; ".join(f"{', '.join(domains)}: {who}" for who, domains in found.items())
+    return f"User simulators: {each}."
+
+
+def _with_user_simulator(notes: str | None, runs: list[Run]) -> str | None:
+    note = user_simulator_note(runs)
+    if note is None or (notes and note in notes):
+        return notes
+    return f"{notes} {note}" if notes else note
 
 
 def _iso(value: dt.date | None) -> str | None:

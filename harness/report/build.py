@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tau_mcp.harness.report import summary
 from tau_mcp.harness.results import atomic_write, load_results
@@ -28,8 +29,11 @@ def escape_surrogates(text: str) -> str:
     return text
 
 
-def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | None:
-    """Write the report; return where, or None when it went to standard output."""
+def write_report(
+    files: list[Path], fmt: str, output: Path | None
+) -> tuple[Path | None, dict[str, Any]]:
+    """Write the report; return where (None when it went to standard output) and its
+    figures."""
     if fmt not in FORMATS:
         raise ReportError(f"unknown format '{fmt}': use one of {', '.join(FORMATS)}")
     documents = [(Path(f), load_results(Path(f))) for f in files]
@@ -48,9 +52,9 @@ def write_report(files: list[Path], fmt: str, output: Path | None) -> Path | Non
     text = escape_surrogates(text)
     if output is None:
         sys.stdout.write(text)
-        return None
+        return None, report
     try:
         atomic_write(output, text)
     except OSError as exc:
         raise ReportError(f"cannot write {output}: {exc.strerror or exc}") from None
-    return output
+    return output, report

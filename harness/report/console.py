@@ -72,6 +72,14 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
     table.add_row("duration / simulation", "n/a" if duration is None else f"{duration:.2f}s", "")
     endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items())
     table.add_row("endings", endings or "-", "")
+    without = run.get("pass_hat_excluding_simulator_flags")
+    if without and without["pass_hat"].get("1"):
+        entry = without["pass_hat"]["1"]
+        table.add_row(
+            f"pass^1 without {without['excluded']} user-simulator-flagged failure(s) (diagnostic)",
+            f"{entry['value']:.4f}",
+            f"{entry['ci_low']:.4f} - {entry['ci_high']:.4f}",
+        )
     original = run.get("original")
     if original:  # a τ-bench run: the figures its run.py prints
         table.add_row("τ-bench average reward (its run.py)", f"{original['avg_reward']:.4f}", "")
@@ -82,6 +90,18 @@ def summary_table(run: dict[str, Any], title: str = "Summary") -> Table:
         # Zero means no trial differed from another: nothing was observed, not a tight bound.
         shown = f"{points:.1f} points" if points else "n/a (no variation between trials observed)"
         table.add_row("smallest pass^1 difference beyond noise (95%)", shown, "")
+        if run["noise"].get("flip_share") is not None:
+            table.add_row(
+                "tasks that flip between trials",
+                f"{run['noise']['flip_share'] * 100:.0f}% of {run['noise']['tasks_with_trials']}",
+                "",
+            )
+            icc = run["noise"].get("icc")
+            table.add_row(
+                "intraclass correlation of rewards, ICC(1)",
+                "n/a" if icc is None else f"{icc:.2f}",
+                "",
+            )
     return table
 
 

@@ -7,9 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from tau_mcp.grading.diagnosis import CATEGORIES, SIDES, diagnosis_of
+from tau_mcp.grading.simulator_flags import FLAGS, empty_turn_retries, flagged
 from tau_mcp.harness.metrics import pass_hat_k
 from tau_mcp.harness.report.reviews import has_review, review_counts, reviews_cost, user_caused
-from tau_mcp.harness.report.stats import bootstrap_mean, detectable_difference
+from tau_mcp.harness.report.stats import (
+    bootstrap_mean,
+    detectable_difference,
+    flip_share,
+    icc1,
+)
 
 #: A failed simulation graded before diagnoses existed (re-grade it: `tau-harness evaluate`).
 UNDIAGNOSED = "undiagnosed"
@@ -63,6 +69,38 @@ def pass_hat_without_user_caused(
     cells = [s for sims in grid.values() for s in sims]
     if not any(isinstance(s.get("review"), dict) for s in cells):
         return None
+    return _pass_hat_without(grid, outcome, max_k, user_caused)
+
+
+def pass_hat_without_simulator_flags(
+    grid: dict[str, list[dict[str, Any]]], outcome, max_k: int
+) -> dict[str, Any] | None:
+    """pass^k with the failures whose diagnosis flags the simulated user left out
+    (grading.simulator_flags), the same way; None when no failure is flagged. A diagnostic."""
+    cells = [s for sims in grid.values() for s in sims]
+    if not any(outcome(s) == "fail" and flagged(diagnosis_of(s)) for s in cells):
+        return None
+    return _pass_hat_without(grid, outcome, max_k, lambda sim: flagged(diagnosis_of(sim)))
+
+
+def simulator_flag_counts(cells: list[dict[str, Any]], outcome) -> dict[str, Any]:
+    """How many failed simulations raise each user-simulator flag, and how many empty user
+    turns were asked again over the whole run."""
+    counts = dict.fromkeys(FLAGS, 0)
+    for sim in cells:
+        if outcome(sim) != "fail":
+            continue
+        for name in {
+            f.get("flag") for f in (diagnosis_of(sim) or {}).get("user_simulator_flags") or []
+        }:
+            if name in counts:
+                counts[name] += 1
+    flagged_failures = sum(1 for s in cells if outcome(s) == "fail" and flagged(diagnosis_of(s)))
+    retried = sum(empty_turn_retries(s.get("messages") or []) for s in cells)
+    return {"failures_flagged": flagged_failures, "by_flag": counts, "empty_turns_retried": retried}
+
+
+def _pass_hat_without(grid, outcome, max_k: int, excluded_if) -> dict[str, Any]:
     kept: dict[str, list[bool]] = {}
     excluded = 0
     for task, sims in grid.items():
@@ -70,7 +108,7 @@ def pass_hat_without_user_caused(
         for sim in sims:
             if outcome(sim) == "error":
                 continue
-            if outcome(sim) == "fail" and user_caused(sim):
+            if outcome(sim) == "fail" and excluded_if(sim):
                 excluded += 1
                 continue
             trials.append(outcome(sim) == "pass")
@@ -83,8 +121,12 @@ def pass_hat_without_user_caused(
     return {"excluded": excluded, "pass_hat": values}
 
 
-def noise(finished: dict[str, list[bool]]) -> dict[str, Any] | None:
-    """The smallest pass^1 difference this run's tasks and trials can tell from noise."""
+def noise(
+    finished: dict[str, list[bool]], rewards: dict[str, list[float]] | None = None
+) -> dict[str, Any] | None:
+    """What the run's size can tell from noise (the smallest pass^1 difference), and how much
+    its trials disagree: the share of tasks that flip between trials and the intraclass
+    correlation of rewards over tasks (ICC(1), trials as replicas)."""
     tasks = [t for t in finished.values() if t]
     value = detectable_difference(tasks)
     if value is None:
@@ -93,15 +135,31 @@ def noise(finished: dict[str, list[bool]]) -> dict[str, Any] | None:
     per_task = trials / len(tasks)
     shown = f"{per_task:g}" if per_task == int(per_task) else f"{per_task:.1f} on average"
     trials_word = "trial" if per_task == 1 else "trials"
+    flips = flip_share(tasks)
+    icc = icc1(list((rewards or {}).values())) if rewards else None
+    statement = (
+        f"With {len(tasks)} tasks and {shown} {trials_word} each, differences in pass^1 smaller "
+        f"than {value * 100:.1f} points cannot be told from noise at 95% (paired over "
+        "tasks, against a rerun of the same size)."
+    )
+    if flips is not None:
+        statement += (
+            f" {flips[0] * 100:.0f}% of the {flips[1]} tasks with several trials flip between "
+            "trials (some pass, some fail)"
+            + (
+                f"; the intraclass correlation of rewards (ICC(1)) is {icc:.2f}."
+                if icc is not None
+                else "."
+            )
+        )
     return {
         "detectable_difference": value,
         "tasks": len(tasks),
         "trials_per_task": per_task,
-        "statement": (
-            f"With {len(tasks)} tasks and {shown} {trials_word} each, differences in pass^1 smaller "
-            f"than {value * 100:.1f} points cannot be told from noise at 95% (paired over "
-            "tasks, against a rerun of the same size)."
-        ),
+        "flip_share": flips[0] if flips is not None else None,
+        "tasks_with_trials": flips[1] if flips is not None else 0,
+        "icc": icc,
+        "statement": statement,
     }
 
 

@@ -108,6 +108,36 @@ def failures_section(run: dict[str, Any]) -> list[str]:
             "call while a gold write was still pending.",
             "",
         ]
+    return out + simulator_flags_section(run)
+
+
+def simulator_flags_section(run: dict[str, Any]) -> list[str]:
+    """The failures the simulated user may have caused, and pass^k without them (a
+    diagnostic)."""
+    flags, without = (
+        run.get("user_simulator_flags") or {},
+        run.get("pass_hat_excluding_simulator_flags"),
+    )
+    out = []
+    if flags.get("failures_flagged"):
+        named = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in flags["by_flag"].items() if v)
+        out += [
+            f"User-simulator flags in {flags['failures_flagged']} failed simulation(s): {named}.",
+            "",
+        ]
+    if flags.get("empty_turns_retried"):
+        out += [f"Empty user turns asked again: {flags['empty_turns_retried']}.", ""]
+    if without:
+        out += [
+            "**Diagnostic, not the score:** pass^k with the "
+            f"{without['excluded']} failure(s) the user simulator may have caused left out.",
+            "",
+        ]
+        rows = [
+            [f"pass^{k}", pct((run["pass_hat"].get(k) or {}).get("value")), with_ci(e)]
+            for k, e in without["pass_hat"].items()
+        ]
+        out += [table(["metric (percent)", "the score", "excluding flagged"], rows), ""]
     return out
 
 
@@ -208,6 +238,8 @@ def render(report: dict[str, Any]) -> str:
                 out += [comp["mcnemar_note"], ""]
             if comp.get("noise"):
                 out += [f"Noise: {comp['noise']['statement']}", ""]
+            if comp.get("judges"):
+                out += [f"Judges: {comp['judges']['statement']}", ""]
             if comp["flips"]:
                 out.append("Tasks that flip (success rate in A / in B):")
                 out += [f"- {f['task_id']}: {pct(f['a'])} / {pct(f['b'])}" for f in comp["flips"]]

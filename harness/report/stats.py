@@ -214,3 +214,52 @@ def detectable_difference(
     va, vb = trial_variances(a), trial_variances(b)
     total = sum(x / len(ta) + y / len(tb) for x, y, ta, tb in zip(va, vb, a, b, strict=True))
     return z * math.sqrt(total) / len(a)
+
+
+# --- two judges over the same verdicts --------------------------------------------------------
+def cohen_kappa(pairs: Sequence[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' yes/no verdicts on the same items: (p_o - p_e) / (1 - p_e),
+    p_o the share of items they agree on, p_e the agreement their own rates would give by
+    chance. Perfect agreement is 1 even when every verdict is the same (where p_e = 1 and the
+    formula has no value); None without items."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    if observed == 1.0:
+        return 1.0
+    a_yes = sum(1 for a, _ in pairs if a) / n
+    b_yes = sum(1 for _, b in pairs if b) / n
+    chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
+    return (observed - chance) / (1 - chance)
+
+
+# --- how much a run's trials disagree ---------------------------------------------------------
+def flip_share(outcomes: Sequence[Sequence[bool]]) -> tuple[float, int] | None:
+    """The share of tasks whose trials disagree (some passed, some failed), over the tasks with
+    two or more trials, and how many such tasks there are; None when no task has two."""
+    repeated = [trials for trials in outcomes if len(trials) >= 2]
+    if not repeated:
+        return None
+    flipping = sum(1 for trials in repeated if any(trials) and not all(trials))
+    return flipping / len(repeated), len(repeated)
+
+
+def icc1(groups: Sequence[Sequence[float]]) -> float | None:
+    """The one-way intraclass correlation ICC(1) of rewards grouped by task (trials are the
+    replicas): (MSB - MSW) / (MSB + (k0 - 1) MSW), with k0 the average group size adjusted
+    for unequal groups, (N - sum n_i^2 / N) / (a - 1). Near 1, a task's trials agree and
+    the tasks differ; near 0 (or below), trials of a task vary as much as tasks do. None with
+    fewer than two tasks, no task with two trials, or no variation at all."""
+    groups = [list(g) for g in groups if g]
+    a, n = len(groups), sum(len(g) for g in groups)
+    if a < 2 or n <= a:
+        return None
+    grand = sum(sum(g) for g in groups) / n
+    between = sum(len(g) * (sum(g) / len(g) - grand) ** 2 for g in groups) / (a - 1)
+    within = sum((x - sum(g) / len(g)) ** 2 for g in groups for x in g) / (n - a)
+    k0 = (n - sum(len(g) ** 2 for g in groups) / n) / (a - 1)
+    denominator = between + (k0 - 1) * within
+    if denominator <= 0:
+        return None
+    return (between - within) / denominator

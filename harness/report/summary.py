@@ -21,9 +21,12 @@ from tau_mcp.harness.report.failures import (
     failure_breakdown,
     noise,
     pair_noise,
+    pass_hat_without_simulator_flags,
     pass_hat_without_user_caused,
     reviews_summary,
+    simulator_flag_counts,
 )
+from tau_mcp.harness.report.judges import judge_agreement
 from tau_mcp.harness.report.reviews import review_digest
 from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
 from tau_mcp.servers.domains.registry import domain_spec
@@ -212,7 +215,11 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "failures": failure_breakdown(cells, outcome),
         "reviews": reviews_summary(cells),
         "pass_hat_excluding_user_caused": pass_hat_without_user_caused(grid, outcome, max_k),
-        "noise": noise(finished),
+        "user_simulator_flags": simulator_flag_counts(cells, outcome),
+        "pass_hat_excluding_simulator_flags": pass_hat_without_simulator_flags(
+            grid, outcome, max_k
+        ),
+        "noise": noise(finished, rewards_by_task),
         **_original_figures(document.get("info") or {}, sims),
         "grid": {
             task: [
@@ -285,6 +292,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         verdict=paired.verdict(a["label"], b["label"]),
         noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),
     )
+    judges = judge_agreement(a["settings"], b["settings"], sims_a, sims_b)
+    if judges is not None:  # the same conversations, graded by two judges
+        result["judges"] = judges
     return result
 
 

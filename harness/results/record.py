@@ -118,6 +118,7 @@ class RecordInfo(TypedDict, total=False):
     source: str  # where a converted record came from ("eval-protocol")
     traj: list[dict[str, Any]]  # a τ-bench agent's own message list (the original's `traj`)
     taubench: dict[str, Any]  # a τ-bench results file's own record, kept when read
+    forked_from: dict[str, Any]  # `fork`: the parent simulation and the turn it was forked at
 
 
 def _an_object(value: Any) -> Any:
@@ -428,6 +429,10 @@ class RunInfo(_Section):
     preset: dict[str, Any] | None = None  # ours: the run --preset that filled options
     task_set_name: str | None = None  # ours: --task-set-name (evaluate rebuilds with it)
     filtered_tasks: dict[str, Any] | None = None  # ours: tasks the agent cannot run
+    cassette: dict[str, Any] | None = None  # ours: --record/--replay folders (docs/replay.md)
+    fork: dict[str, Any] | None = None  # ours: `fork`: the parent file, its sha256, the turn
+    # ours: who the simulated user was (kind, version, model, args less secrets, prompt hashes)
+    user_simulator: dict[str, Any] | None = None
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""

@@ -55,6 +55,7 @@ _SETTINGS: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("user", ("user_info", "implementation"), None, True),
     ("user model", ("user_info", "llm"), None, True),
     ("user model args", ("user_info", "llm_args"), _model_args, True),
+    ("user simulator version", ("user_simulator", "version"), None, True),
     ("judge model", ("judge_llm",), None, True),
     ("judge model args", ("judge_llm_args",), _model_args, True),
     ("seed", ("seed",), None, True),

@@ -27,7 +27,6 @@ import json
 import os
 import tempfile
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -77,9 +76,9 @@ class Embedder:
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
         """One request for `texts`; rows in the same order, as float64."""
-        from tau_mcp.conversation.llm import litellm_module
+        from tau_mcp.conversation import llm
+        from tau_mcp.conversation.cassette import ReplayMiss
 
-        litellm = litellm_module()
         kwargs: dict[str, Any] = {"timeout": self.timeout, "num_retries": self.num_retries}
         if self.encoding_format:
             kwargs["encoding_format"] = self.encoding_format
@@ -87,18 +86,17 @@ class Embedder:
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        with warnings.catch_warnings():
-            # litellm's response model declares floats; base64 strings make pydantic warn.
-            warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
-            try:
-                response = await litellm.aembedding(model=self.model, input=texts, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - reported in one sentence
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise EmbeddingError(
-                    f"the embedding request to {self.model} failed: {type(exc).__name__}"
-                    + (f": {first[:300]}" if first else "")
-                ) from None
-        model_calls.charge(model_calls.litellm_cost(litellm, response))
+        try:
+            response, cost = await llm.embed(self.model, texts, **kwargs)
+        except ReplayMiss:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported in one sentence
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EmbeddingError(
+                f"the embedding request to {self.model} failed: {type(exc).__name__}"
+                + (f": {first[:300]}" if first else "")
+            ) from None
+        model_calls.charge(cost)
         return _matrix(response, len(texts), self.model)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tau_mcp.servers.engine import call_context
 
@@ -56,14 +56,3 @@ def run(factory: Callable[[], Awaitable[T]], timeout: float | None = None) -> T:
 def charge(cost: float | None) -> None:
     """Add a model call's cost to the running tool call (if any)."""
     call_context.charge(cost)
-
-
-def litellm_cost(litellm: Any, response: Any) -> float:
-    """What litellm says a response cost (0 for models its price list does not know)."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    if hidden.get("response_cost") is not None:
-        return float(hidden["response_cost"])
-    try:
-        return float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # noqa: BLE001 - an unknown model's cost is simply not known
-        return 0.0

@@ -14,8 +14,9 @@ As the reference's `pointwise_llm_reranker` does, and we keep:
   rating as their score.
 
 The prompt text is the reference's, read from the data folder by the caller (never from code).
-Calls go through litellm (any chat model it serves); their cost is charged to the tool call's
-cost sink (`servers/knowledge/model_calls.py`).
+Calls go through `conversation.llm.complete_request` (litellm: any chat model it serves; recorded and
+replayed with the simulation's cassette); their cost is charged to the tool call's cost sink
+(`servers/knowledge/model_calls.py`).
 """
 
 from __future__ import annotations
@@ -91,20 +92,25 @@ class PointwiseReranker:
         return kwargs
 
     async def _rate(self, semaphore: asyncio.Semaphore, query: str, passage: str) -> int | None:
-        from tau_mcp.conversation.llm import litellm_module
+        from tau_mcp.conversation import llm
+        from tau_mcp.conversation.cassette import ReplayMiss
 
-        litellm = litellm_module()
         async with semaphore:
             try:
-                response = await litellm.acompletion(**self.request(query, passage))
+                data, cost = await llm.complete_request(self.request(query, passage))
+            except ReplayMiss:
+                raise  # a replay that lacks the call fails the simulation, not the document
             except Exception as exc:  # noqa: BLE001 - the reference drops the document
                 log.warning("reranker request failed (%s); document dropped", type(exc).__name__)
                 return None
-        model_calls.charge(model_calls.litellm_cost(litellm, response))
-        choice = response.choices[0]
-        message = choice.message
+        model_calls.charge(cost)
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            return None
         return parse_rating(
-            message.content, getattr(message, "refusal", None), choice.finish_reason
+            message.get("content"), message.get("refusal"), choice.get("finish_reason")
         )
 
     async def _rate_all(self, query: str, passages: list[str]) -> list[int | None]:
