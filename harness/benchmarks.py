@@ -23,6 +23,8 @@ from tau_mcp.conversation.taubench_texts import (
 )
 from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, TAU2_RULES, Rules
+from tau_mcp.harness.preflight import USERS_WITH_MODEL
+from tau_mcp.harness.prompt_sets import MODEL_FREE_AGENTS
 from tau_mcp.servers.engine.domain import Domain, DomainSpec
 from tau_mcp.servers.engine.tasks import Task
 
@@ -94,8 +96,15 @@ def with_benchmark_defaults(config: RunConfig, domain: Domain) -> RunConfig:
     agent = benchmark.agent_name(config.agent)
     if agent != config.agent:
         changes["agent"] = agent
+    # A side's model defaults only where that side calls a model (as `with_llm_defaults`): an
+    # oracle run or a scripted user records no model.
+    skipped = set()
+    if agent in MODEL_FREE_AGENTS:
+        skipped |= {"agent_llm", "agent_llm_args"}
+    if config.user not in USERS_WITH_MODEL:
+        skipped |= {"user_llm", "user_llm_args"}
     for name, value in benchmark.defaults.items():
-        if getattr(config, name) is None and value is not None:
+        if name not in skipped and getattr(config, name) is None and value is not None:
             changes[name] = value
     return config.replace(**changes) if changes else config
 

@@ -58,6 +58,9 @@ def installed(tmp_path_factory) -> Installed:
     folder = work / "desk"
     env = {k: v for k, v in os.environ.items() if k not in ("TAU_DOMAIN_PATH", "PYTHONPATH")}
     env.update(TAU2_DATA_DIR=str(DEMO_DIR), COLUMNS="200", NO_COLOR="1")
+    # Only the demo data: no τ-bench data folder, set (empty counts as unset, and a spawned
+    # server takes this over its parent's) or fetched into the cache.
+    env.update(TAUBENCH_DATA_DIR="", XDG_CACHE_HOME=str(work / "cache"))
     made = subprocess.run(
         [sys.executable, "-m", "tau_mcp.harness", "domain", "new", NAME, "--dir", str(folder)],
         capture_output=True,

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tau_mcp.conversation.errors import ParticipantFailed
 from tau_mcp.conversation.messages import ChatMessage, ToolCall
 from tau_mcp.harness.agents import Agent
+from tau_mcp.harness.benchmarks import with_benchmark_defaults
 from tau_mcp.harness.cli import app
 from tau_mcp.harness.config import RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
@@ -184,6 +185,19 @@ async def _one(agent: type[Agent]) -> dict[str, Any]:
         runner = SimulationRunner(backend, domain, config, agent_factory=agent)
         results = await Runner(runner).run()
     return results.simulations[0]
+
+
+@pytest.mark.needs_data("taubench")
+def test_the_originals_model_defaults_go_only_to_sides_that_call_a_model() -> None:
+    domain = tb.domains()["tau-bench-airline"]
+    models = with_benchmark_defaults(RunConfig(domain=domain.name, agent="llm"), domain)
+    assert models.agent == "tool-calling" and models.agent_llm == "gpt-4o"
+    assert models.agent_llm_args == {"temperature": 0.0} and models.user_llm == "gpt-4o"
+    assert models.seed == 10 and models.max_errors is None
+    oracle = RunConfig(domain=domain.name, agent="oracle", user="scripted")
+    oracle = with_benchmark_defaults(oracle, domain)
+    assert oracle.agent_llm is None and oracle.user_llm is None  # an oracle run names no model
+    assert oracle.seed == 10 and oracle.max_errors is None
 
 
 @pytest.mark.needs_data("taubench")
