@@ -287,6 +287,7 @@ def _serve_workers(
         policy,
         capacity=share,
         max_body=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
         log_level=log_level,
     )
 

@@ -186,12 +186,14 @@ class Router:
         policy: ConnectionPolicy,
         capacity: int,
         max_body: int,
+        body_timeout: float,
     ) -> None:
         self.workers = [WorkerState(i, address) for i, address in enumerate(addresses)]
         self.count = len(addresses)
         self.policy = policy
         self.capacity = capacity  # per worker
         self.max_body = max_body
+        self.body_timeout = body_timeout  # for the bodies the front reads to route
         self.open = 0
         self.exchanges = 0  # requests in flight
         # Eval Protocol transport ids -> (worker, episode)
@@ -475,6 +477,11 @@ class Downstream(asyncio.Protocol):
                 )
             self.transport.close()
 
+    def _body_timed_out(self) -> None:
+        if self.state == self.BUFFER:
+            timeout = self.router.body_timeout
+            self._refuse(408, f"request body not received within {timeout:g} s")
+
     def _idle_timed_out(self) -> None:
         if self.state == self.HEAD and not self.inbox and self.transport is not None:
             self.transport.close()
@@ -544,6 +551,7 @@ class Downstream(asyncio.Protocol):
                     self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 self.remaining = length
                 self.state = self.BUFFER
+                self._arm(router.body_timeout, self._body_timed_out)
                 self._buffered()
                 return
         self._route_key(key)
@@ -551,6 +559,7 @@ class Downstream(asyncio.Protocol):
     def _buffered(self) -> None:
         if len(self.inbox) < self.remaining:
             return
+        self._disarm()
         body = bytes(self.inbox[: self.remaining])
         key = routing.body_key(self.kind, body) if self.kind is not None else None
         self._route_key(key)
@@ -851,13 +860,14 @@ def serve_front(
     policy: ConnectionPolicy,
     capacity: int,
     max_body: int,
+    body_timeout: float,
 ) -> None:
     """Run the front on the listening `sock` until SIGTERM or SIGINT. `notices` is the read end
     of the supervisor's pipe: lines `started INDEX PID` and `died INDEX PID TIME`."""
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        router = Router(addresses, policy, capacity, max_body)
+        router = Router(addresses, policy, capacity, max_body, body_timeout)
         stop = asyncio.Event()
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(number, stop.set)

@@ -123,6 +123,7 @@ def serve_workers(
     *,
     capacity: int,
     max_body: int,
+    body_timeout: float,
     log_level: str = "warning",
 ) -> str | None:
     """Serve with `count` workers (`build_app(i)` makes worker i's app, in the worker) behind
@@ -147,7 +148,9 @@ def serve_workers(
                 for sock in sockets:
                     sock.close()
                 os.close(notice_write)
-                serve_front(public, addresses, notice_read, policy, capacity, max_body)
+                serve_front(
+                    public, addresses, notice_read, policy, capacity, max_body, body_timeout
+                )
             except BaseException:  # noqa: BLE001 - say why, never return into the supervisor
                 traceback.print_exc()
                 code = 1
