@@ -27,7 +27,6 @@ import json
 import os
 import random
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -278,9 +277,7 @@ async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
         client_cpu0 = time.process_time()
         load0 = os.getloadavg()
         started = time.perf_counter()
-        stepped = await step_all(
-            session, base, args.domain, ids[:live], args.period, args.duration
-        )
+        stepped = await step_all(session, base, args.domain, ids[:live], args.period, args.duration)
         wall = time.perf_counter() - started
         server_cpu = sum(cpu_seconds(p) for p in processes) - server_cpu0
         client_cpu = time.process_time() - client_cpu0
