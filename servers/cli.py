@@ -428,6 +428,33 @@ def config_claude(
         typer.echo("\n# Claude Code:\n" + shlex.join(command))
 
 
+@app.command("lb-config")
+def lb_config(
+    server: Annotated[
+        list[str],
+        typer.Option("--server", help="A tau-server node, HOST:PORT (repeatable; at least one)."),
+    ],
+    bind: Annotated[
+        str, typer.Option(help="The address HAProxy listens on, HOST:PORT.")
+    ] = "127.0.0.1:8080",
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            help="HAProxy's connection cap (it needs two file descriptors per connection).",
+        ),
+    ] = 4096,
+) -> None:
+    """Print an HAProxy configuration that puts tau-server nodes behind one address, each
+    episode's requests on the node that holds it (docs/scaling.md)."""
+    from tau_mcp.servers.lb_config import haproxy_config
+
+    try:
+        typer.echo(haproxy_config(server, bind, max_connections=max_connections), nl=False)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 @config_app.command("eval-protocol")
 def config_eval_protocol() -> None:
     """Print the server script to give Eval Protocol's tau2 benchmarks (server_script_path)."""
