@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tau_mcp.servers.lb_config import haproxy_config
-from tests.support.data import DATA_DIR, DEMO_DIR
+from tests.support.data import DATA_DIR
 from tests.support.server import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_data("mock")]
