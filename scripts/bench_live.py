@@ -212,22 +212,21 @@ async def step_all(
     loop = asyncio.get_running_loop()
     end = loop.time() + duration
 
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": MODERN_META},
+        }
+    ).encode()
+
     async def live(episode: str) -> None:
         url = f"{base}/{domain}/episodes/{episode}/agent/mcp"
         due = loop.time() + random.uniform(0, period)
-        ident = 0
         while due < end:
             await asyncio.sleep(max(0.0, due - loop.time()))
             tally.late.append(loop.time() - due)
-            ident += 1
-            body = json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": ident,
-                    "method": "tools/call",
-                    "params": {"name": name, "arguments": arguments, "_meta": MODERN_META},
-                }
-            ).encode()
             tally.calls += 1
             started = time.perf_counter()
             try:
@@ -245,6 +244,20 @@ async def step_all(
 
     await asyncio.gather(*(live(episode) for episode in ids))
     return tally
+
+
+async def front_pids(session: aiohttp.ClientSession, base: str, processes: list[int]) -> list[int]:
+    """The processes of `tau-server serve --workers N` that are not workers (the front and the
+    idle supervisor), when the server reports its workers; else none."""
+    try:
+        async with session.get(base + "/health") as answer:
+            report = await answer.json(content_type=None)
+    except (aiohttp.ClientError, ValueError):
+        return []
+    workers = {w.get("pid") for w in report.get("workers") or [] if isinstance(w, dict)}
+    if not workers:
+        return []
+    return [p for p in processes if p not in workers]
 
 
 async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
@@ -273,6 +286,8 @@ async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
             f"{(rss1 - rss0) * 1024 / max(live, 1):.2f} / {(pss1 - pss0) * 1024 / max(live, 1):.2f} "
             "KB per live episode"
         )
+        front = await front_pids(session, base, processes)
+        front_cpu0 = sum(cpu_seconds(p) for p in front)
         server_cpu0 = sum(cpu_seconds(p) for p in processes)
         client_cpu0 = time.process_time()
         load0 = os.getloadavg()
@@ -280,6 +295,7 @@ async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
         stepped = await step_all(session, base, args.domain, ids[:live], args.period, args.duration)
         wall = time.perf_counter() - started
         server_cpu = sum(cpu_seconds(p) for p in processes) - server_cpu0
+        front_cpu = sum(cpu_seconds(p) for p in front) - front_cpu0
         client_cpu = time.process_time() - client_cpu0
         load1 = os.getloadavg()
         rss2, pss2 = memory_mb(tree(pids))
@@ -299,7 +315,9 @@ async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
         f"{percentile(stepped.late, 0.99):.1f} ms"
     )
     print(
-        f"CPU per call: server {server_cpu * 1000 / max(calls, 1):.3f} ms (all its processes), "
+        f"CPU per call: server {server_cpu * 1000 / max(calls, 1):.3f} ms (all its processes"
+        + (f"; the front {front_cpu * 1000 / max(calls, 1):.3f} ms of it" if front else "")
+        + "), "
         f"client {client_cpu * 1000 / max(calls, 1):.3f} ms; server memory after stepping "
         f"{rss2:,.1f} / {pss2:,.1f} MB (RSS / PSS)"
     )
