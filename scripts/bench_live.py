@@ -323,7 +323,8 @@ async def run(args: argparse.Namespace, base: str, pids: list[int]) -> None:
     )
     print(
         f"load average (1 min) {load0[0]:.2f} before stepping, {load1[0]:.2f} after; "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs, of which the server used {server_cpu / wall:.2f} and the client "
+        f"{client_cpu / wall:.2f} while stepping"
     )
     print(f"goal: >= 99 % answered: {'met' if share >= 99 else 'NOT met'}")
 

@@ -115,6 +115,19 @@ class ChunkedEnd:
         return None
 
 
+def dechunk(raw: bytes) -> bytes:
+    """The payload of a complete chunked body (the framing ChunkedEnd found)."""
+    out, index = [], 0
+    while True:
+        newline = raw.index(b"\n", index)
+        size = int(raw[index:newline].split(b";", 1)[0].strip(), 16)
+        index = newline + 1
+        if size == 0:
+            return b"".join(out)
+        out.append(raw[index : index + size])
+        index += size + 2
+
+
 @dataclass
 class Head:
     """What the front reads of a request or response head."""
@@ -400,6 +413,7 @@ class Downstream(asyncio.Protocol):
         self.worker = 0
         self.remaining = 0  # request body bytes still to pass (content-length)
         self.chunks: ChunkedEnd | None = None
+        self.scanned = 0  # bytes of a buffered chunked body already scanned
         self.lost: Lost | None = None
         # the response
         self.rbuf = bytearray()
@@ -544,19 +558,35 @@ class Downstream(asyncio.Protocol):
             if gone is not None:  # the worker that handed it out died: no episode to act on
                 self._refuse(404, gone[0].sentence(gone[1]))
                 return
-        if kind is not None and not head.chunked:
-            length = head.length or 0
-            if length <= router.max_body:
-                if head.expect_continue and self.transport is not None:
-                    self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                self.remaining = length
-                self.state = self.BUFFER
-                self._arm(router.body_timeout, self._body_timed_out)
-                self._buffered()
-                return
+        if kind is not None and (head.chunked or (head.length or 0) <= router.max_body):
+            if head.expect_continue and self.transport is not None:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.remaining = head.length or 0
+            self.chunks = ChunkedEnd() if head.chunked else None
+            self.scanned = 0
+            self.state = self.BUFFER
+            self._arm(router.body_timeout, self._body_timed_out)
+            self._buffered()
+            return
         self._route_key(key)
 
     def _buffered(self) -> None:
+        if self.chunks is not None:  # a chunked body: find its end, read it whole
+            try:
+                end = self.chunks.feed(self.inbox, self.scanned)
+            except BadFraming as exc:
+                self._refuse(400, f"malformed chunked body: {exc}")
+                return
+            self.scanned = len(self.inbox)
+            if end is None:
+                if len(self.inbox) > self.router.max_body * 2 + MAX_HEAD:
+                    self._disarm()
+                    self._route_key(None)  # too large to read: the worker answers 413
+                return
+            self._disarm()
+            body = dechunk(bytes(self.inbox[:end]))
+            self._route_key(routing.body_key(self.kind, body) if self.kind else None)
+            return
         if len(self.inbox) < self.remaining:
             return
         self._disarm()
@@ -799,8 +829,8 @@ class Downstream(asyncio.Protocol):
         if self.router.exchanges:
             self.router.exchanges -= 1
         if upstream is not None:
-            if self.rstate == 3:
-                upstream.close()
+            if self.rstate == 3 or (self.rhead is not None and self.rhead.close):
+                upstream.close()  # the worker closes it after this answer: never lend it again
             else:
                 upstream.client = None
                 self.router.release(upstream)

@@ -102,6 +102,13 @@ def test_every_request_of_an_episode_reaches_its_worker_and_a_dead_worker_is_rep
             owners[episode] = int(created.headers["tau-worker"])
             assert owners[episode] == routing.owner(episode, 2)
         assert set(owners.values()) == {0, 1}
+        for episode in ("chunky-1", "chunky-2", "chunky-3"):  # a chunked body is read too
+            parts = iter([b'{"episode_id": ', f'"{episode}"'.encode(), b"}"])
+            headers = {"content-type": "application/json"}
+            created = client.post("/mock/episodes", content=parts, headers=headers)
+            assert created.status_code == 201
+            assert created.headers["tau-worker"] == str(routing.owner(episode, 2))
+            owners[episode] = int(created.headers["tau-worker"])
 
         for episode, worker in owners.items():
             path = f"/mock/episodes/{episode}"
