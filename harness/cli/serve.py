@@ -25,7 +25,7 @@ from tau_mcp.harness.cli.common import (
 from tau_mcp.harness.config import DEFAULT_SEED
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.preflight import check_models, models_called
-from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.results.lock import results_lock
 from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,

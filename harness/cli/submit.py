@@ -11,7 +11,7 @@ import typer
 from tau_mcp.harness.cli.common import console, fail
 from tau_mcp.harness.leaderboard.schema import SchemaError
 from tau_mcp.harness.results import ResultsError, load_results
-from tau_mcp.harness.results_dir import LayoutError
+from tau_mcp.harness.results.folder import LayoutError
 from tau_mcp.servers.cli_help import PlainFlagsGroup
 from tau_mcp.servers.engine.errors import EngineError
 

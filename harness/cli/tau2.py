@@ -103,8 +103,8 @@ def evaluate_trajs(
     domain of each comes from its header)."""
     from tau_mcp.harness.cli.evaluate import _evaluate, _evaluate_options
     from tau_mcp.harness.evaluate import recorded_domain, recorded_task_set
-    from tau_mcp.harness.evaluate_output import refuse_unfinished_run, write_regraded
     from tau_mcp.harness.report import print_summary
+    from tau_mcp.harness.results import refuse_unfinished_run, write_regraded
 
     files, nothing = expand_paths(paths)
     if not files:

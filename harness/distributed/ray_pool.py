@@ -23,6 +23,7 @@ from typing import Any
 
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError, run_stop
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, open_backend
 from tau_mcp.servers.engine.errors import EngineError
@@ -79,8 +80,10 @@ class _Worker:
         return self._runner
 
     async def simulate(self, task_id: str, trial: int, seed: int) -> dict[str, Any]:
+        """The record's layout (plain data for the trip back to the driver)."""
         runner = await self._get_runner()
-        return await runner.simulate(runner.domain.task(task_id), trial, seed)
+        record = await runner.simulate(runner.domain.task(task_id), trial, seed)
+        return record.layout()
 
     def pid(self) -> int:
         return os.getpid()
@@ -237,7 +240,7 @@ class RayPool:
         """The actors start with the pool and are killed by `close`: nothing to do here."""
         yield
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         ray = self.ray
         crash_types = _crash_types(ray)
         last_error = ""
@@ -247,7 +250,9 @@ class RayPool:
             index = min(range(len(self.actors)), key=self.load.__getitem__)
             self.load[index] += 1
             try:
-                sim = await self.actors[index].simulate.remote(task.id, trial, seed)
+                sim = SimulationRecord.trusted(
+                    await self.actors[index].simulate.remote(task.id, trial, seed)
+                )
             except crash_types as exc:
                 last_error = f"Ray worker lost: {type(exc).__name__}: {_short(exc)}"
                 continue
@@ -262,7 +267,7 @@ class RayPool:
             finally:
                 self.load[index] -= 1
             if attempt:
-                sim.setdefault("info", {})["worker_retries"] = attempt
+                sim.info = {**(sim.info or {}), "worker_retries": attempt}
             return sim
         return self.runner.infrastructure_record(task.id, trial, seed, last_error)
 

@@ -54,7 +54,6 @@ from tau_mcp.harness.backends import ToolInfo
 from tau_mcp.harness.config import RunConfig, select_tasks, trial_seed
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.integrations.stepwise import BackendKeeper, load_config_domain
-from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.seat import OutsideAgent, Seat
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.domains.registry import DOMAIN_NAMES
@@ -235,12 +234,12 @@ def tau_mcp_conversation(config: RunConfig):
                 await asyncio.gather(run, return_exceptions=True)
         state.messages = [
             ChatMessageSystem(content=system),
-            *(to_inspect(parse_message(m)) for m in sim["messages"]),
+            *(to_inspect(parse_message(m)) for m in sim.messages or []),
         ]
-        state.store.set(GRADE_KEY, sim.get("reward_info"))
-        state.metadata["termination_reason"] = sim["termination_reason"]
-        if sim["termination_reason"] == INFRA:
-            state.metadata["error"] = (sim.get("info") or {}).get("error")
+        state.store.set(GRADE_KEY, sim.reward_info)
+        state.metadata["termination_reason"] = sim.termination_reason
+        if sim.infrastructure_error:
+            state.metadata["error"] = (sim.info or {}).get("error")
         state.completed = True
         return state
 

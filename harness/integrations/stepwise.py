@@ -251,7 +251,8 @@ class PolicyDriver:
     async def _settle(self) -> None:
         assert self.run is not None
         if self.seat.closed:
-            self.result = await self.run  # configuration errors surface here
+            # configuration errors surface here; the record is kept as its users see it
+            self.result = (await self.run).layout()
 
     @property
     def started(self) -> bool:

@@ -24,7 +24,7 @@ from tau_mcp.harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_s
 from tau_mcp.harness.leaderboard.rules import Problem, Run, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import journal_path, load_results
-from tau_mcp.harness.results_layouts import convert_document, detect, json_text
+from tau_mcp.harness.results.layouts import convert_document, detect, json_text
 
 REFERENCE_VERSION = "1.0.1"  # the tau2-bench release whose tasks, prompts and grading we run
 SUBMISSION_TYPES = ("standard", "custom")

@@ -20,7 +20,7 @@ from tau_mcp.harness.leaderboard.metrics import BOARD_KS, domain_scores
 from tau_mcp.harness.leaderboard.rules import Run, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import ResultsError, load_results
-from tau_mcp.harness.results_dir import META_FILE
+from tau_mcp.harness.results.folder import META_FILE
 
 
 @dataclass
