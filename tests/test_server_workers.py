@@ -15,7 +15,9 @@ import time
 import httpx
 import pytest
 
+from tau_mcp.harness.scaffold.pack import write_pack
 from tau_mcp.servers import routing
+from tau_mcp.servers.domains.discovery import PATH_ENV
 from tau_mcp.servers.workers import parse_workers, per_worker_capacity
 from tests.support.data import DEMO_DIR
 from tests.support.server import free_port, mcp_initialize, real_server
@@ -201,6 +203,35 @@ def test_eval_protocol_sessions_stay_on_their_worker() -> None:
             assert status.headers["tau-worker"] == worker and status.json()["step_count"] == 1
             state = client.get(f"/mock/episodes/{session}/state").json()
             assert session in [t["title"] for t in state["agent_db"]["tasks"].values()]
+
+
+def test_workers_serve_a_domain_path_pack(tmp_path) -> None:
+    """The workers are forked after the supervisor found and loaded the pack: both serve it."""
+    name = f"workerpack{os.getpid()}"
+    write_pack(name, tmp_path / name)
+    env = {k: v for k, v in os.environ.items() if k != PATH_ENV}
+    with (
+        real_server(
+            name,
+            "--workers",
+            "2",
+            "--domain-path",
+            str(tmp_path / name),
+            env=env,
+            data_dir=DEMO_DIR,
+        ) as base,
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        workers = set()
+        for episode in ("pack-a", "pack-b", "pack-c", "pack-d"):
+            created = client.post(f"/{name}/episodes", json={"episode_id": episode})
+            assert created.status_code == 201, created.text
+            workers.add(created.headers["tau-worker"])
+            tools = listing(client, f"/{name}/episodes/{episode}/agent/mcp")
+            assert tools.status_code == 200 and tools.json()["result"]["tools"]
+            assert tools.headers["tau-worker"] == created.headers["tau-worker"]
+        assert workers == {"0", "1"}
+        assert [w["status"] for w in health(base)["workers"]] == ["ok", "ok"]
 
 
 def test_capacity_holds_in_total_and_guards_hold_behind_the_front() -> None:
