@@ -1,8 +1,9 @@
 """Past one machine: two tau-server nodes (on 127.0.0.2 and 127.0.0.3, one with two workers)
 behind HAProxy configured by `tau-server lb-config`. Every request of an episode reaches its
-node; `tau-harness run --server`, Gymnasium and Eval Protocol rollouts work through it
-unchanged; a node that goes down answers its episodes with one sentence, the other node's go on.
-Skips, saying why, where HAProxy is not installed or the addresses cannot be bound."""
+node; `tau-harness run --server` (in one process and on Ray), Gymnasium and Eval Protocol
+rollouts work through it unchanged; a node that goes down answers its episodes with one
+sentence, the other node's go on. Skips, saying why, where HAProxy is not installed or the
+addresses cannot be bound (and the Ray run where Ray is not installed)."""
 
 from __future__ import annotations
 
@@ -146,6 +147,22 @@ def test_harness_run_through_the_balancer(cluster: Cluster, tmp_path) -> None:
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    simulations = json.loads(out.read_text())["simulations"]
+    assert simulations and all(s["reward_info"]["db_check"]["db_match"] for s in simulations)
+
+
+def test_ray_run_through_the_balancer(cluster: Cluster, tmp_path) -> None:
+    """The clients on Ray (`--ray`, a local instance the run starts and stops), the episode
+    servers behind the balancer: the split a real cluster uses (docs/scaling.md)."""
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[ray]'")
+    out = tmp_path / "ray.json"
+    command = [sys.executable, "-m", "tau_mcp.harness", "run", "--domain", "mock"]
+    command += ["--agent", "oracle", "--user", "scripted", "--judge-llm", "none"]
+    command += ["--data-dir", str(DATA_DIR), "--max-concurrency", "2", "--ray"]
+    command += ["--server", cluster.base, "--save-to", str(out)]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     simulations = json.loads(out.read_text())["simulations"]
     assert simulations and all(s["reward_info"]["db_check"]["db_match"] for s in simulations)
 
