@@ -10,6 +10,7 @@ app's own lifespan starts every MCP session manager.
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from tau_mcp.servers import mcp_sessions
+from tau_mcp.servers import mcp_sessions, routing
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, send_json_error
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
@@ -49,7 +50,7 @@ from tau_mcp.servers.surfaces import ListingMismatch, ShownTool, View, register_
 
 log = logging.getLogger("tau.server")
 
-DEFAULT_EPISODE = "default"
+DEFAULT_EPISODE = routing.DEFAULT_EPISODE
 SIDES: tuple[Side, ...] = ("agent", "user")
 
 
@@ -124,6 +125,10 @@ class ServerSettings:
     # retrieval configs (banking_knowledge); None: each domain's own default.
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
+    # This process's place among `tau-server serve --workers N`'s: (index, count). It owns the
+    # episodes `routing.owner` gives it, draws the ids of unnamed episodes among those, and
+    # names itself in `/health`.
+    worker: tuple[int, int] | None = None
 
     def guards(self) -> HttpGuards:
         return HttpGuards(
@@ -152,7 +157,12 @@ class TauServer:
     def __init__(self, domains: dict[str, Domain], settings: ServerSettings | None = None) -> None:
         self.domains = domains
         self.settings = settings or ServerSettings()
-        self.store = EpisodeStore(domains, capacity=self.settings.capacity)
+        worker = self.settings.worker
+        self.store = EpisodeStore(
+            domains,
+            capacity=self.settings.capacity,
+            new_id=routing.id_maker(*worker) if worker is not None else None,
+        )
         lazy = self.settings.lazy_mcp
         # One MCP app per (domain, side, variant): a domain with retrieval configs lists each
         # config's agent tools on an app of its own, built when an episode first needs it.
@@ -325,7 +335,14 @@ class TauServer:
 
     # --- HTTP routes ------------------------------------------------------------------------
     async def health(self, request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "domains": list(self.domains)})
+        answer: dict[str, Any] = {"status": "ok", "domains": list(self.domains)}
+        if self.settings.worker is not None:
+            answer["worker"] = {
+                "index": self.settings.worker[0],
+                "pid": os.getpid(),
+                "episodes": len(self.store),
+            }
+        return JSONResponse(answer)
 
     async def tasks(self, request: Request) -> JSONResponse:
         domain = self.store.domain(request.path_params["domain"])
@@ -356,7 +373,7 @@ class TauServer:
         }
         if task_set is not None:
             answer[TASK_SET_OPTION] = task_set
-        return JSONResponse(answer, status_code=201)
+        return JSONResponse(answer, status_code=201, headers={"location": base})
 
     def _serializers(self) -> anyio.CapacityLimiter:
         """At most two threads serialize states at once. The GIL makes more no faster, and each

@@ -220,6 +220,14 @@ def serve(
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
     domain_path: DomainPathOpt = None,
+    workers: Annotated[
+        str,
+        typer.Option(
+            "--workers",
+            help="Server processes behind the one address (a number, or 'auto': one per CPU); "
+            "each episode lives in one of them and all its requests go there.",
+        ),
+    ] = "1",
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
     use_domain_paths(domain_path)
@@ -227,6 +235,7 @@ def serve(
     from tau_mcp.servers.http_options import http_settings
     from tau_mcp.servers.http_server import BindError, bind_socket
     from tau_mcp.servers.http_server import run as run_http
+    from tau_mcp.servers.workers import parse_workers
 
     logging.basicConfig(
         stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
@@ -243,6 +252,7 @@ def serve(
             body_timeout,
             max_connections,
         )
+        processes = parse_workers(workers)
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -277,12 +287,46 @@ def serve(
         )
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(serve_banner(list(loaded), f"http://{shown}:{bound_port}"), err=True)
+    banner = serve_banner(list(loaded), f"http://{shown}:{bound_port}")
+    if processes > 1:
+        banner += f"\n  {processes} worker processes; GET /health reports each"
+    typer.echo(banner, err=True)
     # SIGINT and SIGTERM alike: stop, then exit 0 through the normal exit, which removes the
     # knowledge-base files (and every episode's writable copy) with the process's folders.
-    stopped = run_http(asgi, sock, policy, log_level)
+    if processes > 1:
+        stopped = _serve_workers(processes, sock, loaded, settings, policy, log_level)
+    else:
+        stopped = run_http(asgi, sock, policy, log_level)
     if stopped:
         typer.echo(f"tau-server: stopped by {stopped}", err=True)
+
+
+def _serve_workers(
+    count: int, sock, loaded: dict[str, Domain], settings, policy, log_level: str
+) -> str | None:
+    """`--workers N`: the front and N workers (servers/workers.py), each worker building its
+    own app with its place among them and its share of `--capacity`."""
+    from dataclasses import replace
+
+    from tau_mcp.servers.app import TauServer
+    from tau_mcp.servers.workers import per_worker_capacity, serve_workers
+
+    share = per_worker_capacity(settings.capacity, count)
+
+    def build(index: int):
+        worker = replace(settings, worker=(index, count), capacity=share)
+        return TauServer(loaded, worker).build()
+
+    return serve_workers(
+        count,
+        sock,
+        build,
+        policy,
+        capacity=share,
+        max_body=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
+        log_level=log_level,
+    )
 
 
 def serve_banner(domains: list[str], base: str) -> str:
@@ -443,6 +487,33 @@ def config_claude(
     typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
     if not json_only:
         typer.echo("\n# Claude Code:\n" + shlex.join(command))
+
+
+@app.command("lb-config")
+def lb_config(
+    server: Annotated[
+        list[str],
+        typer.Option("--server", help="A tau-server node, HOST:PORT (repeatable; at least one)."),
+    ],
+    bind: Annotated[
+        str, typer.Option(help="The address HAProxy listens on, HOST:PORT.")
+    ] = "127.0.0.1:8080",
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            help="HAProxy's connection cap (it needs two file descriptors per connection).",
+        ),
+    ] = 4096,
+) -> None:
+    """Print an HAProxy configuration that puts tau-server nodes behind one address, each
+    episode's requests on the node that holds it (docs/scaling.md)."""
+    from tau_mcp.servers.lb_config import haproxy_config
+
+    try:
+        typer.echo(haproxy_config(server, bind, max_connections=max_connections), nl=False)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 @config_app.command("eval-protocol")

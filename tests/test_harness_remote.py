@@ -31,9 +31,10 @@ def _run(*args: str):
     )
 
 
-def test_remote_server_run_matches_gold(tmp_path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_remote_server_run_matches_gold(tmp_path, workers: str) -> None:
     out = tmp_path / "remote.json"
-    with real_server("mock,airline", "--token", "s3cret") as url:
+    with real_server("mock,airline", "--token", "s3cret", "--workers", workers) as url:
         result = _run(
             "--domain",
             "airline",

@@ -298,14 +298,15 @@ def _vector_env(base: str, count: int):
 
 
 @pytest.mark.e2e
-def test_async_vector_env_over_eight_envs_keeps_episodes_apart():
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_async_vector_env_over_eight_envs_keeps_episodes_apart(workers: str):
     """Eight envs on one tau-server: even ones create the task, odd ones only look; each
     sees a fresh DB (the new task is task_4 everywhere) and is graded on its own episode."""
     import httpx
 
     from tests.support.server import real_server
 
-    with real_server("mock", data_dir=DEMO_DIR) as base:
+    with real_server("mock", "--workers", workers, data_dir=DEMO_DIR) as base:
         envs = _vector_env(base, 8)
         try:
             observations, infos = envs.reset(seed=11)

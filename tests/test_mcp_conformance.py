@@ -94,8 +94,9 @@ def _check_all(endpoints: dict[str, str]) -> None:
 
 
 @requires_suite
-def test_tau_server_endpoints_pass_the_generic_server_scenarios() -> None:
-    command = [*TAU_SERVER, "serve", "--port", "{port}", "--domains", "mock"]
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_tau_server_endpoints_pass_the_generic_server_scenarios(workers: str) -> None:
+    command = [*TAU_SERVER, "serve", "--port", "{port}", "--domains", "mock", "--workers", workers]
     command += ["--data-dir", str(DEMO_DIR)]
     with spawned(command, "/health") as base:
         created = httpx.post(base + "/mock/episodes", json={}, timeout=10).json()

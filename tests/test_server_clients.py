@@ -50,9 +50,10 @@ def _node_sdk() -> Path:
     return modules
 
 
-def test_typescript_sdk_client() -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_typescript_sdk_client(workers: str) -> None:
     modules = _node_sdk()
-    with real_server("mock", "--token", "tok", data_dir=DEMO_DIR) as base:
+    with real_server("mock", "--token", "tok", "--workers", workers, data_dir=DEMO_DIR) as base:
         created = httpx.post(
             base + "/mock/episodes",
             json={"episode_id": "ts"},
@@ -103,9 +104,10 @@ def _ep_python() -> str:
 
 
 @pytest.mark.needs_data  # the rollout plays a task of the reference's mock domain
-def test_eval_protocol_rollout() -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_eval_protocol_rollout(workers: str) -> None:
     python = _ep_python()
-    with real_server("mock") as base:
+    with real_server("mock", "--workers", workers) as base:
         # A minimal environment: the EP interpreter must not see this test process's settings.
         env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
         env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network fetch at import

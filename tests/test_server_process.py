@@ -54,7 +54,9 @@ async def test_server_info_version_is_ours() -> None:
 
 
 # --- items 0 and 6 -----------------------------------------------------------------------------
-def test_keep_alive_outlives_client_pools_and_slow_clients_are_cut_off() -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])  # one process; the front and two workers
+def test_keep_alive_outlives_client_pools_and_slow_clients_are_cut_off(workers: str) -> None:
     extra = ["--header-timeout", "1", "--body-timeout", "1", "--max-connections", "6"]
+    extra += ["--workers", workers]
     with real_server("mock", *extra, data_dir=DEMO_DIR) as base:
         assert_connection_policy(base, "/mock/episodes", connections=6)

@@ -6,6 +6,7 @@ import hashlib
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -369,9 +370,17 @@ TASK_SET_OPTION = "task_set"
 class EpisodeStore:
     """Episodes keyed by (domain, episode id), least recently used evicted past `capacity`."""
 
-    def __init__(self, domains: dict[str, Domain], capacity: int = 20_000) -> None:
+    def __init__(
+        self,
+        domains: dict[str, Domain],
+        capacity: int = 20_000,
+        new_id: Callable[[], str] | None = None,
+    ) -> None:
+        """`new_id` makes the ids of episodes created without one (default: uuid4 hex); a
+        server process among several draws ids it owns (`tau_mcp.servers.routing`)."""
         self.domains = domains
         self.capacity = capacity
+        self._new_id = new_id or (lambda: uuid.uuid4().hex)
         self._episodes: OrderedDict[tuple[str, str], Episode] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -398,7 +407,7 @@ class EpisodeStore:
         task comes from (None: the domain's own tasks)."""
         domain = self.domain(domain_name)
         task = domain.task(task_id, task_set) if task_id is not None else None
-        episode_id = uuid.uuid4().hex if episode_id is None else check_episode_id(episode_id)
+        episode_id = self._new_id() if episode_id is None else check_episode_id(episode_id)
         key = (domain_name, episode_id)
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
