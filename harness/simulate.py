@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -214,6 +215,9 @@ class SimulationRunner:
             if self.variant is not None
             else None
         )
+        # A robustness run: each simulation's episode injects these faults into the agent's
+        # calls, drawn with its trial's seed (the grader's episodes have none).
+        self.fault_plan = config.fault_plan
         self.grader = (
             grader
             if grader is not None
@@ -262,6 +266,8 @@ class SimulationRunner:
             optional["preset"] = c.preset
         if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
             optional["task_set_name"] = self.domain.task_set
+        if self.fault_plan is not None:  # a robustness run, never a benchmark run
+            optional["faults"] = self.fault_plan.header()
         judge = self.grader.judge
         return RunInfo.model_construct(
             git_commit=_git_commit(),
@@ -344,7 +350,9 @@ class SimulationRunner:
     # --- one attempt ------------------------------------------------------------------------
     async def attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         """One try at the simulation, no retry: any failure propagates."""
-        ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
+        ref = await self.backend.create_episode(
+            self.domain.name, task.id, self.options_for(seed, trial)
+        )
         sessions: list = []
         try:
             orchestrator = await self._orchestrator(task, seed, ref, sessions)
@@ -375,12 +383,22 @@ class SimulationRunner:
                 "history_length": conversation.history_length,
             },
             tool_costs=conversation.tool_costs,
+            # A server may inject faults of its own (`tau-server serve --faults`): kept too.
+            faults=conversation.faults if self.fault_plan or conversation.faults else None,
         )
         if self._policy_per_task():
             record.policy = self.policy_for(task)
         if self.reviewer is not None:  # after grading, before saving, as the reference does
             await self.reviewer.attach(task, record, self.policy_for(task))
         return record
+
+    def options_for(self, seed: int, trial: int) -> EpisodeOptions | None:
+        """How a simulation's episode is created: the run's retrieval config, and in a
+        robustness run the fault plan keyed by the trial's seed and number."""
+        if self.fault_plan is None:
+            return self.episode_options
+        faults = self.fault_plan.for_episode(seed, trial).body()
+        return dataclasses.replace(self.episode_options or EpisodeOptions(), faults=faults)
 
     async def _orchestrator(
         self, task: Task, seed: int, ref: EpisodeRef, sessions: list

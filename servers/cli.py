@@ -98,6 +98,32 @@ RetrievalKwargsOpt = Annotated[
 ]
 
 
+FaultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--faults",
+        help="Inject seeded faults into the agent's tool calls of episodes that name none, "
+        "kind=rate pairs such as transient=0.1,rate_limit=0.05 (docs/faults.md).",
+    ),
+]
+FaultsProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--faults-profile",
+        help="A named fault plan (flaky, retryable, degraded, outage, chaos) or a .toml file; "
+        "--faults is laid over it.",
+    ),
+]
+
+
+def server_faults(spec: str | None, profile: str | None):
+    """The fault plan of `--faults` over `--faults-profile` (None: none); one sentence when
+    it cannot be read."""
+    from tau_mcp.servers.engine.fault_profiles import resolve_faults
+
+    return resolve_faults(spec, profile)
+
+
 def check_retrieval_config(
     domains: dict[str, Domain], config: str | None, kwargs_text: str | None
 ) -> dict | None:
@@ -184,6 +210,8 @@ def serve(
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    faults: FaultsOpt = None,
+    faults_profile: FaultsProfileOpt = None,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
     from tau_mcp.servers.app import ServerSettings, TauServer
@@ -222,6 +250,7 @@ def serve(
         settings = ServerSettings(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs,
+            faults=server_faults(faults, faults_profile),
             token=guards.token,
             max_body_bytes=guards.max_body_bytes,
             capacity=capacity,
@@ -269,6 +298,8 @@ def stdio(
     data_dir: DataDirOpt = None,
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    faults: FaultsOpt = None,
+    faults_profile: FaultsProfileOpt = None,
 ) -> None:
     """Serve one episode over stdio (stdout carries only JSON-RPC)."""
     from tau_mcp.servers.engine.variants import parse_kwargs
@@ -287,6 +318,7 @@ def stdio(
             data_dir=data_dir,
             retrieval_config=retrieval_config,
             retrieval_kwargs=kwargs,
+            faults=server_faults(faults, faults_profile),
         )
     except EngineError as exc:
         _fail(str(exc))

@@ -6,13 +6,14 @@ from tau_mcp.conversation.plugins import plugin_class
 from tau_mcp.harness.agents.base import Agent, AgentContext
 from tau_mcp.harness.agents.gt_agent import GTAgent
 from tau_mcp.harness.agents.llm_agent import LLMAgent, SoloAgent
-from tau_mcp.harness.agents.oracle import OracleAgent
+from tau_mcp.harness.agents.oracle import OracleAgent, RetryingOracleAgent
 
 BUILTIN_AGENTS: dict[str, type[Agent]] = {
     "llm": LLMAgent,
     "solo": SoloAgent,
     "gt": GTAgent,
     "oracle": OracleAgent,
+    "oracle-retry": RetryingOracleAgent,
 }
 
 
@@ -36,4 +37,5 @@ __all__ = [
     "SoloAgent",
     "GTAgent",
     "OracleAgent",
+    "RetryingOracleAgent",
 ]

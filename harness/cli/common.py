@@ -20,6 +20,8 @@ from tau_mcp.servers.domains.registry import DOMAIN_NAMES
 DOMAIN_HELP = ", ".join(DOMAIN_NAMES) + "."
 
 __all__ = [
+    "FAULTS_HELP",
+    "FAULTS_PROFILE_HELP",
     "JUDGE_HELP",
     "RETRIEVAL_HELP",
     "RETRIEVAL_KWARGS_HELP",
@@ -55,6 +57,16 @@ REVIEW_LLM_HELP = (
 TASK_SET_HELP = (
     "A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
     "default: the domain's own tasks."
+)
+FAULTS_HELP = (
+    "A robustness run: inject seeded faults into the agent's tool calls, kind=rate pairs such "
+    "as transient=0.1,rate_limit=0.05 (kinds: transient, permanent, timeout, rate_limit, "
+    "stale_read, slow; settings: timeout_seconds, slow_seconds, rate_limit_calls). "
+    "See docs/faults.md."
+)
+FAULTS_PROFILE_HELP = (
+    "A named fault plan (shipped: flaky, retryable, degraded, outage, chaos) or a .toml file; "
+    "--faults is laid over it."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "

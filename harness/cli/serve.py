@@ -13,6 +13,8 @@ import typer
 from tau_mcp.harness import redaction
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    FAULTS_HELP,
+    FAULTS_PROFILE_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     TASK_SET_HELP,
@@ -93,6 +95,8 @@ def serve(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
+    faults: str = typer.Option(None, "--faults", help=FAULTS_HELP),
+    faults_profile: str = typer.Option(None, "--faults-profile", help=FAULTS_PROFILE_HELP),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from tau_mcp.conversation.llm import DEFAULT_LLM
@@ -126,6 +130,8 @@ def serve(
             save_to=save_to,
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            faults=faults,
+            faults_profile=faults_profile,
             server=server,
             server_token=server_token,
         )

@@ -6,8 +6,8 @@ read its results read ours. Our extensions are named here and nowhere else:
 - a record's `info` (`RecordInfo`): the episode, step and error counts, the attempts an
   infrastructure failure took and its error, and what `serve`/`--agent cmd` add;
 - the header's `info` (`RunInfo`) adds to the reference's the run's `timeout`, the judge, the
-  communication rule, the prompt set, the review mode, the preset, the task set and the tasks
-  the agent left out.
+  communication rule, the prompt set, the review mode, the preset, the task set, the tasks
+  the agent left out and a robustness run's fault plan.
 
 Every record is built here (a finished conversation, an infrastructure failure, a served
 simulation still running), and every simulation read from a file is checked here
@@ -116,6 +116,7 @@ class RecordInfo(TypedDict, total=False):
     status: str  # serve's live view: open, running, grading, ended
     agent_command: dict[str, Any]  # `run --agent cmd`: exit code, moves, the output's tail
     source: str  # where a converted record came from ("eval-protocol")
+    faults: list[dict[str, Any]]  # a robustness run: the injected faults the calls met
 
 
 def _an_object(value: Any) -> Any:
@@ -217,10 +218,12 @@ class SimulationRecord(BaseModel):
         reward_info: dict[str, Any] | None,
         info: RecordInfo,
         tool_costs: dict[str, float] | None = None,
+        faults: list[dict[str, Any]] | None = None,
     ) -> SimulationRecord:
         """A graded conversation. The sides' costs are their messages' plus, for the tools'
         own model calls (retrieval embeddings, rerankers), the side that called the tool;
-        `info.tool_cost` shows that part."""
+        `info.tool_cost` shows that part. `faults`: in a robustness run, the injected faults
+        its calls met (`info.faults`, an empty list when none hit)."""
         agent_costs = [
             m["cost"] for m in messages if m["role"] == "assistant" and m.get("cost") is not None
         ]
@@ -231,6 +234,8 @@ class SimulationRecord(BaseModel):
             agent_costs += [c for who, c in tool_costs.items() if who != "user"]
             user_costs += [c for who, c in tool_costs.items() if who == "user"]
             info = {**info, "tool_cost": dict(tool_costs)}
+        if faults is not None:
+            info = {**info, "faults": list(faults)}
         return cls._built(
             task_id,
             trial,
@@ -420,6 +425,7 @@ class RunInfo(_Section):
     preset: dict[str, Any] | None = None  # ours: the run --preset that filled options
     task_set_name: str | None = None  # ours: --task-set-name (evaluate rebuilds with it)
     filtered_tasks: dict[str, Any] | None = None  # ours: tasks the agent cannot run
+    faults: dict[str, Any] | None = None  # ours: a robustness run's fault plan (FaultPlan.header)
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""
