@@ -25,7 +25,7 @@ OWN_SET = "tau-mcp"
 REFERENCE_SET = "reference"
 OWN_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
 #: Agents that take no model.
-MODEL_FREE_AGENTS = {"oracle"}
+MODEL_FREE_AGENTS = {"oracle", "oracle-retry"}
 
 
 @dataclass(frozen=True)

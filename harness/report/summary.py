@@ -23,7 +23,9 @@ from tau_mcp.harness.report.failures import (
     reviews_summary,
 )
 from tau_mcp.harness.report.reviews import review_digest
+from tau_mcp.harness.report.robustness import faults_vs_clean
 from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
+from tau_mcp.harness.robustness import fault_plan_of, is_faulted, recovery
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -63,6 +65,7 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
         "max_errors": info.get("max_errors"),
         "seed": info.get("seed"),
         "git_commit": info.get("git_commit"),
+        "faults": (fault_plan_of(document) or {}).get("spec"),
     }
 
 
@@ -147,6 +150,9 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
     reviews = [c for s in done if (c := review_cost(s)) is not None]
     cost["review"] = {"total": sum(reviews) if reviews else None, "per_simulation": _mean(reviews)}
     cells = [s for cell in grid.values() for s in cell]
+    faults = None
+    if is_faulted(document):  # a robustness run: how the agent fared under faults
+        faults = {"plan": fault_plan_of(document), **recovery(sims)}
     return {
         "file": str(path),
         "label": _label(settings, path),
@@ -166,6 +172,7 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "reviews": reviews_summary(cells),
         "pass_hat_excluding_user_caused": pass_hat_without_user_caused(grid, outcome, max_k),
         "noise": noise(finished),
+        "faults": faults,
         "grid": {
             task: [
                 {
@@ -227,6 +234,14 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
         verdict=paired.verdict(a["label"], b["label"]),
         noise=pair_noise(outcomes_a, outcomes_b, common, paired.difference.estimate),
     )
+    if bool(a.get("faults")) != bool(b.get("faults")):  # a robustness run beside a clean one
+        faulted, clean = (a, b) if a.get("faults") else (b, a)
+        result["robustness"] = faults_vs_clean(
+            faulted["label"],
+            clean["label"],
+            outcomes_a if faulted is a else outcomes_b,
+            outcomes_b if faulted is a else outcomes_a,
+        )
     return result
 
 
