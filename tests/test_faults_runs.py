@@ -234,3 +234,35 @@ def test_a_fake_model_run_under_faults_is_reproducible_and_another_seed_differs(
     assert any(s["info"]["faults"] for s in first)
     faults = [[(f["call"], f["kind"]) for f in s["info"]["faults"]] for s in first]
     assert faults != [[(f["call"], f["kind"]) for f in s["info"]["faults"]] for s in other]
+
+
+def test_a_gymnasium_env_injects_the_faults_it_is_given():
+    gym = pytest.importorskip(
+        "gymnasium", reason="gymnasium not installed (pip install -e '.[gym]')"
+    )
+    import tau_mcp.harness.integrations.gym  # noqa: F401 - registers the ids
+    from tests.support.gym import gold_policy
+
+    env = gym.make(
+        "tau-mcp/Agent-v0",
+        domain="airline",
+        task_id="3",
+        user="scripted",
+        data_dir=str(DATA_DIR),
+        faults="transient=1",
+    )
+    try:
+        observation, _ = env.reset(seed=7, options={"task_id": "3"})
+        policy = gold_policy(env.unwrapped.driver.domain.task("3"))
+        next(policy)
+        seen = []
+        for _ in range(60):
+            observation, reward, terminated, truncated, info = env.step(policy.send(observation))
+            seen.append(observation)
+            if terminated or truncated:
+                break
+        assert any("Service temporarily unavailable" in str(o) for o in seen)
+        faults = info["simulation"]["info"]["faults"]
+        assert faults and {f["kind"] for f in faults} == {"transient"}
+    finally:
+        env.close()

@@ -36,6 +36,7 @@ from tau_mcp.servers.engine.faults import (
     TRANSIENT_TEXT,
     FaultKind,
     FaultPlan,
+    draw_slot,
     error_text,
 )
 from tau_mcp.servers.engine.outcome import ToolOutcome
@@ -74,7 +75,13 @@ class FaultInjector:
         self.through = -1  # the call index promised to go through (after a retryable fault)
         self.before_write: bytes | None = None  # the state before the last write, until read
         self.log: list[dict[str, Any]] = []  # every fault injected, in order
-        self._kinds = [kind for kind in PRECEDENCE if plan.rate(kind) > 0]
+        # Per kind drawn, in precedence order: the kind, the draw (as 64 bits) it fires below,
+        # where its 8 bytes start in a call's digest, whether it is stale_read (`draw_of`).
+        self._kinds = [
+            (kind, plan.rate(kind) * 2**64, draw_slot(kind), kind is FaultKind.STALE_READ)
+            for kind in PRECEDENCE
+            if plan.rate(kind) > 0
+        ]
         self._keeps_old_states = plan.rate(FaultKind.STALE_READ) > 0
 
     async def call(
@@ -114,11 +121,13 @@ class FaultInjector:
             return FaultKind.RATE_LIMIT, False
         if index == self.through:
             return None, False
-        for kind in self._kinds:
-            if kind is FaultKind.STALE_READ and not self._can_read_stale(episode, side, name, spec):
+        digest = self.plan.draws(self.task_id, index)
+        for kind, below, start, stale in self._kinds:
+            if int.from_bytes(digest[start : start + 8], "big") >= below:
                 continue
-            if self.plan.draw(self.task_id, index, kind) < self.plan.rate(kind):
-                return kind, True
+            if stale and not self._can_read_stale(episode, side, name, spec):
+                continue
+            return kind, True
         return None, False
 
     def _can_read_stale(

@@ -1,8 +1,8 @@
 """Seeded tool faults: the kinds, a run's fault plan, and what an agent sees when one hits.
 
 A fault plan gives each kind a rate in [0, 1]. For every call of an agent tool the episode's
-injector (`fault_injector.py`) draws, per kind, a number in [0, 1) from sha256 of
-`seed|task|trial|call index|kind`; a kind fires when its draw is below its rate. The draws use
+injector (`fault_injector.py`) draws, per kind, a number in [0, 1): the kind's own 8 bytes of
+BLAKE2b of `seed|task|trial|call index`; a kind fires when its draw is below its rate. The draws use
 no clock and no global random state, so one seed faults the same calls in every run, every
 process and every replay. What each kind does is in docs/faults.md; the texts below are what
 the agent reads, in the domain's own error style (`Error: <message>`, as `Episode.call` renders
@@ -119,11 +119,31 @@ class FaultPlan(BaseModel):
         """The plan as JSON (the `faults` field of `POST /{domain}/episodes`)."""
         return self.model_dump(mode="json", exclude_none=True)
 
+    def draws(self, task_id: str | None, index: int) -> bytes:
+        """The bytes every kind's draw for call `index` of an episode of `task_id` is read
+        from: BLAKE2b (64 bytes) of the seed, task, trial and call index, one hash per call
+        (Python's own BLAKE2b: several times cheaper than OpenSSL's sha512 objects)."""
+        key = f"{self.seed}|{task_id or ''}|{self.trial}|{index}".encode()
+        return hashlib.blake2b(key).digest()
+
     def draw(self, task_id: str | None, index: int, kind: FaultKind) -> float:
         """The number in [0, 1) that decides whether `kind` hits call `index` of an episode of
-        `task_id`: sha256 of the seed, task, trial, call index and kind."""
-        key = f"{self.seed}|{task_id or ''}|{self.trial}|{index}|{kind.value}".encode()
-        return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+        `task_id`: the kind's own 8 bytes of `draws`."""
+        return draw_of(self.draws(task_id, index), kind)
+
+
+_SLOT = {kind: 8 * position for position, kind in enumerate(FaultKind)}
+
+
+def draw_slot(kind: FaultKind) -> int:
+    """Where `kind`'s 8 bytes start in a call's `FaultPlan.draws`."""
+    return _SLOT[kind]
+
+
+def draw_of(digest: bytes, kind: FaultKind) -> float:
+    """`kind`'s number in [0, 1) from a call's `FaultPlan.draws`."""
+    start = _SLOT[kind]
+    return int.from_bytes(digest[start : start + 8], "big") / 2**64
 
 
 def _number(value: float) -> str:
