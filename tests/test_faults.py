@@ -374,3 +374,39 @@ def test_a_plan_without_any_rate_is_no_plan():
 
     assert resolve_faults("transient=0", None) is None
     assert FaultPlan(rates={}).active is False
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--faults", "bogus=0.1"], "error: unknown fault kind 'bogus' in --faults"),
+        (["--faults", "transient=1.5"], "the rate of transient must be between 0 and 1, not 1.5"),
+        (["--faults-profile", "{broken}"], "does not parse as TOML"),
+        (["--faults-profile", "nope"], "error: unknown fault profile 'nope'"),
+    ],
+)
+def test_bad_fault_options_are_one_sentence_and_a_nonzero_exit(tmp_path, options, said):
+    from typer.testing import CliRunner
+
+    from tau_mcp.harness.cli import app
+    from tau_mcp.servers.cli import app as server_app
+    from tests.support.data import DEMO_DIR
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text("transient = [0.1\n")
+    options = [str(broken) if o == "{broken}" else o for o in options]
+    save_to = tmp_path / "out.json"
+    runs = {
+        "run": (app, ["run", "--domain", "mock", "--agent", "oracle", "--user", "scripted"]),
+        "play": (app, ["play", "--domain", "mock", "--task-id", "demo_create", "--as", "user"]),
+        "serve": (app, ["serve", "--domain", "mock", "--user", "scripted", "--port", "0"]),
+        "tau-server": (server_app, ["serve", "--domains", "mock", "--port", "0"]),
+    }
+    for name, (program, command) in runs.items():
+        data = ["--data-dir", str(DEMO_DIR)]
+        extra = ["--save-to", str(save_to)] if name == "run" else []
+        result = CliRunner().invoke(program, [*command, *data, *extra, *options])
+        assert result.exit_code != 0, name
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and said in lines[0], (name, result.output)
+        assert not save_to.exists()

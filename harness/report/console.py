@@ -23,7 +23,7 @@ from tau_mcp.harness.report.summary import (
     run_summary,
     task_grid,
 )
-from tau_mcp.harness.robustness import recovery_line
+from tau_mcp.harness.robustness import faults_of, recovery_line
 
 
 def _money(value: float | None) -> str:
@@ -236,12 +236,15 @@ def print_conversation(console: Console, sim: dict[str, Any]) -> None:
     console.rule(
         f"simulation {sim.get('id')} - task {sim.get('task_id')} - trial {sim.get('trial')}"
     )
+    faulted = {f.get("turn_idx"): f.get("kind") for f in faults_of(sim)}
     for message in sim.get("messages") or []:
         role = message.get("role", "?")
         style = _STYLE.get(role, "white")
         head = f"{message.get('turn_idx', '-')} {role}"
         if role == "tool":
             flag = " (error)" if message.get("error") else ""
+            if message.get("turn_idx") in faulted:
+                flag += f" [injected fault: {faulted[message['turn_idx']]}]"
             console.print(
                 _line(
                     style,
