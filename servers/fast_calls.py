@@ -84,7 +84,8 @@ class FastToolCalls:
         ident, name, arguments = call
         outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
-        meta.update(result_meta(outcome) or {})
+        if outcome.cost or outcome.fault is not None:
+            meta.update(result_meta(outcome) or {})
         result = {
             "jsonrpc": "2.0",
             "id": ident,

@@ -410,3 +410,19 @@ def test_bad_fault_options_are_one_sentence_and_a_nonzero_exit(tmp_path, options
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert len(lines) == 1 and said in lines[0], (name, result.output)
         assert not save_to.exists()
+
+
+def test_exported_eval_protocol_rows_carry_the_faults():
+    from typer.testing import CliRunner
+
+    from tau_mcp.harness.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        ["export", "ep-rows", "--domain", "airline", "--task-ids", "1,2", "--faults-profile", "flaky", "-o", "-"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    assert [r["environment_context"]["faults"] for r in rows] == [
+        "transient=0.1,rate_limit=0.05"
+    ] * 2
