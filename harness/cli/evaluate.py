@@ -61,8 +61,8 @@ def evaluate(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config the episodes are rebuilt with (default: "
-        "the one the results file records).",
+        help="For a domain with retrieval configs: the config the episodes are rebuilt with "
+        "(default: the one the results file records).",
     ),
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP

@@ -331,7 +331,8 @@ def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
         fail(str(exc))
         return
     if show:
-        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"])
+        flags = presets.run_flags(ctx.command.params)
+        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"], flags)
         return
     run(**{**values, "ctx": ctx, "preset": None})
 

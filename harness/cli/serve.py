@@ -160,7 +160,9 @@ def serve(
         from tau_mcp.harness.serve.simulation import make_hub
         from tau_mcp.servers.http_server import graceful_stop
 
-        loaded = load_domain(domain, config.data_dir, task_set=config.task_set_name)
+        loaded = load_domain(
+            domain, config.data_dir, task_set=config.task_set_name, domain_paths=config.domain_paths
+        )
         sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await open_backend(loaded, config.server, config.server_token)

@@ -84,7 +84,7 @@ def prepare(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge's retrieval config, when its results do not record it.",
+        help="The retrieval config of a domain that has them, when its results do not record it.",
     ),
     release_date: str = typer.Option(
         None, "--release-date", help="The model's public release date (YYYY-MM-DD)."
@@ -117,6 +117,7 @@ def prepare(
 
     try:
         runs = sub.load_runs(results)
+        sub.refuse_off_board(runs, data_dir)
         given = sub.Metadata(
             model_name=model_name,
             model_organization=model_organization,

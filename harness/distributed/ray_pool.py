@@ -26,6 +26,7 @@ from tau_mcp.harness.errors import ConfigError, run_stop
 from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, open_backend
+from tau_mcp.servers.domains.discovery import search_paths
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 
@@ -51,6 +52,9 @@ class WorkerPayload:
     domain: str
     data_dir: str
     task_set: str | None
+    #: The pack folders the driver looks in (`--domain-path`, $TAU_DOMAIN_PATH): an actor on
+    #: another machine does not inherit the driver's environment.
+    domain_paths: tuple[str, ...]
     server: str | None
     token: str | None
     config: RunConfig
@@ -70,7 +74,13 @@ class _Worker:
         async with self._lock:
             if self._runner is None:
                 p = self.payload
-                domain = load_domain(p.domain, Path(p.data_dir), ready="warm", task_set=p.task_set)
+                domain = load_domain(
+                    p.domain,
+                    Path(p.data_dir),
+                    ready="warm",
+                    task_set=p.task_set,
+                    domain_paths=p.domain_paths,
+                )
                 backend = await open_backend(domain, p.server, p.token)
                 if p.limiter is not None:
                     from tau_mcp.conversation.llm import set_request_gate
@@ -220,6 +230,7 @@ class RayPool:
             domain=runner.domain.name,
             data_dir=str(runner.domain.data_dir),
             task_set=runner.domain.task_set,
+            domain_paths=tuple(str(path.resolve()) for path in search_paths()),
             server=server,
             token=token,
             config=worker_config,
