@@ -3,10 +3,10 @@
     python scripts/bench_faults.py [--domain airline] [--calls 20000] [--rounds 7] [--data-dir DIR]
 
 Every MCP path runs a call through `tau_mcp.servers.mcp_calls.call_on_episode`; with faults
-off the layer is one attribute check there, with faults on the injector draws for each kind
-(one BLAKE2b hash a call, 8 bytes a kind) and, with `stale_read` in the plan, keeps the state before each write. Four
-ways of making the same read call are timed in interleaved rounds (CPU time of this process,
-the best round of each, so other jobs on a shared machine disturb it least):
+off the layer is a few checks (below), with faults on the injector draws for each kind (one
+BLAKE2b hash a call, 8 bytes a kind) and, with `stale_read` in the plan, keeps the state before
+each write. Four ways of making the same read call are timed in interleaved rounds (CPU time of
+this process, the best round of each, so other jobs on a shared machine disturb it least):
 
 - without: `call_on_episode` as it was before the layer (`call_without_layer` below: the same
   function less the check), the baseline;
@@ -21,8 +21,8 @@ kept before each write). The goal: with faults off the layer adds at most 2% to 
 
 With faults off the layer's whole work on a call is four checks: `call_on_episode`'s
 `episode.faults`, the short path's look at the outcome's fault, the harness client's read of
-the result's `_meta`, and the orchestrator's look at the result's fault: some tens of
-nanoseconds, far below what two timings of a 30-150 us call can resolve on a shared machine
+the result's `_meta`, and the orchestrator's look at the result's fault: well under a
+microsecond, far below what two timings of a 30-150 us call can resolve on a shared machine
 (rounds of the same call differ by several microseconds). So those statements are timed on
 their own, in a loop of a million less an empty loop, and the whole call is also shown end to
 end (off minus without) with the spread of the baseline's rounds beside it.
