@@ -10,7 +10,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -31,6 +31,9 @@ from tau_mcp.servers.http_options import (
     MaxBodyOpt,
     MaxConnectionsOpt,
 )
+
+if TYPE_CHECKING:
+    from tau_mcp.servers.engine.faults import FaultPlan
 
 app = typer.Typer(
     cls=PlainFlagsGroup,
@@ -137,7 +140,7 @@ FaultsProfileOpt = Annotated[
 ]
 
 
-def server_faults(spec: str | None, profile: str | None):
+def server_faults(spec: str | None, profile: str | None) -> FaultPlan | None:
     """The fault plan of `--faults` over `--faults-profile` (None: none); one sentence when
     it cannot be read."""
     from tau_mcp.servers.engine.fault_profiles import resolve_faults
