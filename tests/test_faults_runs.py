@@ -266,3 +266,26 @@ def test_a_gymnasium_env_injects_the_faults_it_is_given():
         assert faults and {f["kind"] for f in faults} == {"transient"}
     finally:
         env.close()
+
+
+def test_a_runs_interval_beside_the_clean_run_is_its_own_sections():
+    """One figure, one interval: pass^k under faults in the pairing shows the interval the
+    faulted run's own section draws (over its tasks in its order), whatever order pairs them."""
+    import random
+
+    from tau_mcp.harness.report.robustness import faults_vs_clean
+    from tau_mcp.harness.report.summary import run_summary
+
+    draw = random.Random(7)
+    sims = [
+        {"task_id": str(t), "trial": n, "reward_info": {"reward": float(draw.random() < 0.7)}}
+        for t in range(40)
+        for n in range(4)
+    ]
+    document = {"info": {}, "simulations": sims}
+    own = run_summary(Path("faulted.json"), document)["pass_hat"]
+    outcomes = {str(t): [s["reward_info"]["reward"] == 1.0 for s in sims if s["task_id"] == str(t)] for t in range(40)}  # fmt: skip
+    clean = {t: [True] * 4 for t in outcomes}
+    paired = faults_vs_clean("f", "c", outcomes, clean, sorted(outcomes))
+    for k in ("1", "2", "3", "4"):
+        assert paired["pass_hat"][k]["faulted"] == own[k], k

@@ -10,27 +10,38 @@ from tau_mcp.harness.report.stats import bootstrap_mean, paired_difference
 
 
 def faults_vs_clean(
-    faulted: str, clean: str, outcomes_faulted: dict[str, list[bool]], outcomes_clean: dict
+    faulted: str,
+    clean: str,
+    outcomes_faulted: dict[str, list[bool]],
+    outcomes_clean: dict[str, list[bool]],
+    common: list[str],
 ) -> dict[str, Any]:
     """Per k (up to the fewest finished trials of a shared task in either run): pass^k of the
-    faulted run and of the clean run over the tasks both finished, each with its interval,
-    and their paired difference (faulted minus clean) with its interval."""
-    common = sorted(set(outcomes_faulted) & set(outcomes_clean))
+    faulted run and of the clean run over the tasks both finished (`common`, in the order the
+    comparison pairs them), each with its interval, and their paired difference (faulted minus
+    clean) with its interval. Each run's own interval is drawn over its tasks in its own order,
+    as the run's section draws it, so both show one interval for one figure."""
     out: dict[str, Any] = {"faulted": faulted, "clean": clean, "tasks": len(common), "pass_hat": {}}
     if not common:
         return out
+    shared = set(common)
     max_k = min(min(len(outcomes_faulted[t]), len(outcomes_clean[t])) for t in common)
     for k in range(1, max_k + 1):
-        under = [_pass_hat(outcomes_faulted[t], k) for t in common]
-        without = [_pass_hat(outcomes_clean[t], k) for t in common]
-        paired = paired_difference(under, without)
+        paired = paired_difference(
+            [_pass_hat(outcomes_faulted[t], k) for t in common],
+            [_pass_hat(outcomes_clean[t], k) for t in common],
+        )
         out["pass_hat"][str(k)] = {
-            "faulted": bootstrap_mean(under).as_dict(),
-            "clean": bootstrap_mean(without).as_dict(),
+            "faulted": _own_interval(outcomes_faulted, shared, k),
+            "clean": _own_interval(outcomes_clean, shared, k),
             "difference": paired.difference.as_dict(),
             "significant": paired.significant,
         }
     return out
+
+
+def _own_interval(outcomes: dict[str, list[bool]], shared: set[str], k: int) -> dict[str, Any]:
+    return bootstrap_mean([_pass_hat(v, k) for t, v in outcomes.items() if t in shared]).as_dict()
 
 
 def _pass_hat(trials: list[bool], k: int) -> float:

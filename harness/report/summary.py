@@ -274,6 +274,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
             clean["label"],
             outcomes_a if faulted is a else outcomes_b,
             outcomes_b if faulted is a else outcomes_a,
+            common,
         )
     return result
 
