@@ -15,6 +15,9 @@ from tau_mcp.servers.engine.toolkit import Side
 #: Where a tool result's `_meta` carries what the call's own model calls cost (dollars), e.g. a
 #: retrieval tool's embeddings or reranker; absent when they cost nothing.
 COST_META = "tau-mcp/cost"
+#: Where a tool result's `_meta` names the injected fault the call met (a robustness run:
+#: docs/faults.md): `{"call": index, "tool": name, "kind": kind, "new": bool}`.
+FAULT_META = "tau-mcp/fault"
 
 __all__ = ["InfrastructureError", "Side", "ToolInfo", "ToolResult", "ToolSession"]
 
@@ -40,6 +43,16 @@ class ToolResult:
     text: str
     error: bool
     cost: float = 0.0  # what the tool's own model calls cost (see COST_META)
+    fault: dict[str, Any] | None = None  # the injected fault the call met (see FAULT_META)
+
+
+def result_fault(meta: Any) -> dict[str, Any] | None:
+    """The injected fault a tool result's `_meta` names (None when none or malformed)."""
+    if isinstance(meta, dict):
+        value = meta.get(FAULT_META)
+        if isinstance(value, dict) and isinstance(value.get("kind"), str):
+            return value
+    return None
 
 
 def result_cost(meta: Any) -> float:

@@ -476,9 +476,40 @@ def infrastructure_diagnosis(sim: dict[str, Any]) -> dict[str, Any]:
 
 def diagnosis_of(sim: dict[str, Any]) -> dict[str, Any] | None:
     """A simulation record's diagnosis: the stored one, the infrastructure one, or None (it
-    passed, or it was graded before diagnoses existed)."""
+    passed, or it was graded before diagnoses existed). A failure in a robustness run that
+    came after injected faults says so (`after_faults`), whenever it was graded."""
     if sim.get("termination_reason") == INFRA:
         return infrastructure_diagnosis(sim)
     info = (sim.get("reward_info") or {}).get("info")
     stored = info.get("diagnosis") if isinstance(info, dict) else None
-    return stored if isinstance(stored, dict) else None
+    if not isinstance(stored, dict):
+        return None
+    faults = after_faults(sim)
+    return {**stored, "after_faults": faults} if faults is not None else stored
+
+
+def after_faults(sim: dict[str, Any]) -> dict[str, Any] | None:
+    """The injected faults a simulation's calls met (its record's `info.faults`, docs/faults.md)
+    as evidence for its diagnosis: how many, of which kinds, where the first was, and one
+    sentence; None when it met none."""
+    info = sim.get("info")
+    raw = info.get("faults") if isinstance(info, dict) else None
+    faults = [f for f in raw if isinstance(f, dict)] if isinstance(raw, list) else []
+    if not faults:
+        return None
+    kinds: dict[str, int] = {}
+    for fault in faults:
+        kind = str(fault.get("kind"))
+        kinds[kind] = kinds.get(kind, 0) + 1
+    shown = ", ".join(
+        f"{f.get('kind')} on {f.get('tool')}"
+        + (f" (turn {f['turn_idx']})" if f.get("turn_idx") is not None else "")
+        for f in faults[:4]
+    )
+    more = f" and {len(faults) - 4} more" if len(faults) > 4 else ""
+    return {
+        "count": len(faults),
+        "kinds": kinds,
+        "first_turn_idx": faults[0].get("turn_idx"),
+        "summary": f"The failure came after {len(faults)} injected fault(s): {shown}{more}.",
+    }

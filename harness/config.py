@@ -28,6 +28,8 @@ from tau_mcp.harness.review import ReviewSettings
 from tau_mcp.servers.domains import registry
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.fault_profiles import resolve_faults
+from tau_mcp.servers.engine.faults import FaultError, FaultPlan
 from tau_mcp.servers.engine.tasks import Task
 
 DEFAULT_SEED = 300
@@ -35,7 +37,7 @@ DEFAULT_SEED = 300
 #: a `tau-harness serve` simulation. The harness calls no model for them, so none is recorded.
 OUTSIDE_AGENTS = frozenset({"cmd", "mcp"})
 #: Agents that take no model.
-MODEL_FREE_AGENTS = frozenset({"oracle"}) | OUTSIDE_AGENTS
+MODEL_FREE_AGENTS = frozenset({"oracle", "oracle-retry"}) | OUTSIDE_AGENTS
 
 #: What `judge_llm` values switch the NL-assertion judge off.
 NO_JUDGE = frozenset({"none", "off", "no", ""})
@@ -142,6 +144,11 @@ class RunConfig(BaseModel):
     #: the reference's default, alltools).
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
+    #: A robustness run (docs/faults.md): the faults the agent's tool calls meet, as
+    #: `transient=0.1,rate_limit=0.05` (or a mapping of the same keys, or a `FaultPlan`), laid
+    #: over the named profile `faults_profile` (a shipped profile or a .toml file).
+    faults: str | dict[str, Any] | FaultPlan | None = None
+    faults_profile: str | None = None
 
     # --- who plays ------------------------------------------------------------------------------
     agent: str = "llm"
@@ -288,6 +295,10 @@ class RunConfig(BaseModel):
         problem = cassette_options_problem(self.replay, self.replay_miss)
         if problem is not None:
             raise ValueError(problem)
+        try:
+            self.fault_plan  # noqa: B018 - a plan that cannot be read is refused now
+        except FaultError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
     # --- derived --------------------------------------------------------------------------------
@@ -295,6 +306,11 @@ class RunConfig(BaseModel):
     def judge(self) -> Judge | None:
         """The NL-assertion judge this run grades with (None: NL assertions are left out)."""
         return build_judge(self.judge_llm, self.judge_llm_args)
+
+    @property
+    def fault_plan(self) -> FaultPlan | None:
+        """The faults this run injects (None: a clean run), `faults` over `faults_profile`."""
+        return resolve_faults(self.faults, self.faults_profile)
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with `changes`, checked as a new config is."""

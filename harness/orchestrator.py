@@ -95,6 +95,8 @@ class Conversation:
     extra: dict[str, Any] = field(default_factory=dict)
     # What tools' own model calls cost (retrieval embeddings, rerankers), by who called them.
     tool_costs: dict[str, float] = field(default_factory=dict)
+    # The injected faults the calls met (a robustness run, docs/faults.md), in order.
+    faults: list[dict[str, Any]] = field(default_factory=list)
 
 
 class EmptyMessageError(RuntimeError):
@@ -138,6 +140,10 @@ class Orchestrator:
         self.trajectory: list[Message] = []
         self.steps = 0
         self.errors = 0
+        # Tool errors that are injected faults themselves (not the agent's doing): outside
+        # the error limit, which counts the rest (docs/faults.md).
+        self.injected_errors = 0
+        self.faults: list[dict[str, Any]] = []
         self.tool_costs: dict[str, float] = {}
         self.done = False
         self.termination: Termination | None = None
@@ -284,7 +290,7 @@ class Orchestrator:
             assert isinstance(self.message, ChatMessage) and self.message.tool_calls is not None
             results = []
             for call in self.message.tool_calls:
-                results.append(await self._execute(call))
+                results.append(await self._execute(call, len(self.trajectory) + len(results)))
                 if call.name in self.terminate_tools and call.requestor != "user":
                     self._finish(Termination.AGENT_STOP)
                     break
@@ -304,7 +310,7 @@ class Orchestrator:
                 Termination.USER_ERROR if self.sender == Role.USER else Termination.AGENT_ERROR
             )
 
-    async def _execute(self, call) -> ToolMessage:
+    async def _execute(self, call, turn_idx: int) -> ToolMessage:
         session = self._session_for(call.requestor, call.name)
         if session is None:
             result_text, error = "Error: User tools not available", True
@@ -315,11 +321,21 @@ class Orchestrator:
                 self.tool_costs[call.requestor] = (
                     self.tool_costs.get(call.requestor, 0.0) + result.cost
                 )
+            if result.fault is not None:
+                self._note_fault(result.fault, call, turn_idx, error)
         if error:
             self.errors += 1
         return ToolMessage(
             id=call.id, content=result_text, requestor=call.requestor, error=error, timestamp=now()
         )
+
+    def _note_fault(self, fault: dict[str, Any], call, turn_idx: int, error: bool) -> None:
+        """Record an injected fault with the tool message it shows in."""
+        self.faults.append(
+            {**fault, "turn_idx": turn_idx, "tool_call_id": call.id, "requestor": call.requestor}
+        )
+        if error and fault.get("new"):
+            self.injected_errors += 1
 
     def _session_for(self, requestor: str, name: str) -> ToolSession | None:
         if requestor == "user":
@@ -333,7 +349,10 @@ class Orchestrator:
             return
         if self.steps >= self.limits.max_steps:
             self._finish(Termination.MAX_STEPS)
-        if self.limits.max_errors is not None and self.errors >= self.limits.max_errors:
+        if (
+            self.limits.max_errors is not None
+            and self.errors - self.injected_errors >= self.limits.max_errors
+        ):
             self._finish(Termination.TOO_MANY_ERRORS)
         actions = self.limits.max_agent_actions
         if (
@@ -374,4 +393,5 @@ class Orchestrator:
             history_length=len(history),
             tool_costs=dict(self.tool_costs),
             extra={"error": self.failure} if self.failure else {},
+            faults=list(self.faults),
         )

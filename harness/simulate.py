@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -256,6 +257,9 @@ class SimulationRunner:
             if self.variant is not None
             else None
         )
+        # A robustness run: each simulation's episode injects these faults into the agent's
+        # calls, drawn with its trial's seed (the grader's episodes have none).
+        self.fault_plan = config.fault_plan
         self.grader = (
             grader
             if grader is not None
@@ -367,6 +371,8 @@ class SimulationRunner:
         if self.cassette is not None:
             optional["cassette"] = self.cassette.describe()
         optional["user_simulator"] = self.user_identity()
+        if self.fault_plan is not None:  # a robustness run, never a benchmark run
+            optional["faults"] = self.fault_plan.header()
         judge = self.grader.judge
         prompt_set = (
             taubench_prompt_set_info(self.taubench)
@@ -513,7 +519,9 @@ class SimulationRunner:
     ) -> SimulationRecord:
         history = history_messages(task)
         if prefix is None:
-            ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
+            ref = await self.backend.create_episode(
+                self.domain.name, task.id, self.options_for(seed, trial)
+            )
         else:  # the opening's tool calls made again on a fresh episode: its state is real
             ref = await self.grader.rebuild(task, answered(prefix), len(history), self.solo)
         sessions: list = []
@@ -549,6 +557,8 @@ class SimulationRunner:
                 "history_length": len(history),
             },
             tool_costs=conversation.tool_costs,
+            # A server may inject faults of its own (`tau-server serve --faults`): kept too.
+            faults=conversation.faults if self.fault_plan or conversation.faults else None,
         )
         info = record.info if record.info is not None else {}
         if conversation.extra.get("error"):
@@ -560,6 +570,14 @@ class SimulationRunner:
         if self.reviewer is not None:  # after grading, before saving, as the reference does
             await self.reviewer.attach(task, record, self.policy_for(task))
         return record
+
+    def options_for(self, seed: int, trial: int) -> EpisodeOptions | None:
+        """How a simulation's episode is created: the run's retrieval config, and in a
+        robustness run the fault plan keyed by the trial's seed and number."""
+        if self.fault_plan is None:
+            return self.episode_options
+        faults = self.fault_plan.for_episode(seed, trial).body()
+        return dataclasses.replace(self.episode_options or EpisodeOptions(), faults=faults)
 
     async def _orchestrator(
         self, task: Task, trial: int, seed: int, ref: EpisodeRef, sessions: list

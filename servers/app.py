@@ -29,6 +29,8 @@ from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import TASK_SET_OPTION, Episode, EpisodeStore
 from tau_mcp.servers.engine.errors import EngineError, UnknownEpisode
+from tau_mcp.servers.engine.fault_profiles import resolve_faults
+from tau_mcp.servers.engine.faults import FAULTS_OPTION, PROFILE_OPTION, FaultPlan
 from tau_mcp.servers.engine.ids import check_episode_id
 from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
@@ -42,7 +44,7 @@ from tau_mcp.servers.http_stack import (
     guarded_app,
     json_object_body,
 )
-from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field
+from tau_mcp.servers.limits import id_field, json_utf8, name_field, options_field, spec_field
 from tau_mcp.servers.mcp_apps import McpApps
 from tau_mcp.servers.mcp_listing import named
 from tau_mcp.servers.mcp_protocol import MODERN_VERSION
@@ -129,6 +131,8 @@ class ServerSettings:
     # episodes `routing.owner` gives it, draws the ids of unnamed episodes among those, and
     # names itself in `/health`.
     worker: tuple[int, int] | None = None
+    # The faults of episodes that name none (`tau-server serve --faults`; None: no faults).
+    faults: FaultPlan | None = None
 
     def guards(self) -> HttpGuards:
         return HttpGuards(
@@ -193,7 +197,7 @@ class TauServer:
         }
         ep_apps = McpApps(ep_eager, lazy=lazy, on_demand=ep_on_demand)
         self.ep = EvalProtocolBridge(
-            self.store, ep_apps, self.default_episode, self.resolve_variant
+            self.store, ep_apps, self.default_episode, self.resolve_variant, self.episode_faults
         )
         self._serializer_limiter: anyio.CapacityLimiter | None = None
 
@@ -213,6 +217,16 @@ class TauServer:
             name = self.settings.retrieval_config
             kwargs = self.settings.retrieval_kwargs if kwargs is None else kwargs
         return domain.resolve_variant(name, kwargs)
+
+    def episode_faults(self, fields: dict[str, Any], where: str) -> FaultPlan | None:
+        """The faults an episode's creation asks for (`faults`, `faults_profile`: a shipped
+        profile's name, never a file), else the server's default; one sentence (400) when
+        they cannot be read."""
+        spec = spec_field(fields, FAULTS_OPTION)
+        profile = name_field(fields, PROFILE_OPTION)
+        if spec is None and profile is None:
+            return self.settings.faults
+        return resolve_faults(spec, profile, where, paths=False)
 
     @staticmethod
     def app_key(domain: str, side: str, episode: Episode | None) -> tuple:
@@ -256,7 +270,12 @@ class TauServer:
         if episode is None:
             variant = self.resolve_variant(self.store.domain(domain), None, None)
             episode = self.store.create(
-                domain, None, DEFAULT_EPISODE, replace=True, variant=variant
+                domain,
+                None,
+                DEFAULT_EPISODE,
+                replace=True,
+                variant=variant,
+                faults=self.settings.faults,
             )
         return episode
 
@@ -364,7 +383,10 @@ class TauServer:
         # client can tell this server from one that ignored the field.
         task_set = name_field(body, TASK_SET_OPTION)
         variant = self.resolve_variant(loaded, config, kwargs)
-        episode = self.store.create(domain, task_id, episode_id, variant=variant, task_set=task_set)
+        faults = self.episode_faults(body, "'faults'")
+        episode = self.store.create(
+            domain, task_id, episode_id, variant=variant, task_set=task_set, faults=faults
+        )
         base = f"/{domain}/episodes/{episode.id}"
         answer = {
             "episode_id": episode.id,
@@ -408,6 +430,13 @@ class TauServer:
             _locked_json(episode, episode.changed_records), media_type="application/json"
         )
 
+    async def faults(self, request: Request) -> JSONResponse:
+        """The episode's fault plan and every fault injected so far (null plan: none)."""
+        injector = self._episode(request).faults
+        if injector is None:
+            return JSONResponse({"plan": None, "faults": []})
+        return JSONResponse({"plan": injector.plan.body(), "faults": list(injector.log)})
+
     async def delete_episode(self, request: Request) -> Response:
         domain, episode_id = request.path_params["domain"], request.path_params["episode_id"]
         episode = self.store.find(domain, episode_id)
@@ -444,6 +473,7 @@ class TauServer:
             Route("/{domain}/episodes/{episode_id}/state", self.state, methods=["GET"]),
             Route("/{domain}/episodes/{episode_id}/hash", self.hashes, methods=["GET"]),
             Route("/{domain}/episodes/{episode_id}/changes", self.changes, methods=["GET"]),
+            Route("/{domain}/episodes/{episode_id}/faults", self.faults, methods=["GET"]),
             Route("/{domain}/episodes/{episode_id}/assertions", self.assertions, methods=["POST"]),
             Route("/{domain}/episodes/{episode_id}/replay", self.replay, methods=["POST"]),
             Route("/{domain}/control/initial_state", ep.initial_state, methods=["GET"]),

@@ -10,7 +10,7 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +33,9 @@ from tau_mcp.servers.http_options import (
     TokenFileOpt,
     secret_option,
 )
+
+if TYPE_CHECKING:
+    from tau_mcp.servers.engine.faults import FaultPlan
 
 app = typer.Typer(
     cls=PlainFlagsGroup,
@@ -119,6 +122,32 @@ RetrievalKwargsOpt = Annotated[
         "case_sensitive, reranker_min_score).",
     ),
 ]
+
+
+FaultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--faults",
+        help="Inject seeded faults into the agent's tool calls of episodes that name none, "
+        "kind=rate pairs such as transient=0.1,rate_limit=0.05 (docs/faults.md).",
+    ),
+]
+FaultsProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--faults-profile",
+        help="A named fault plan (flaky, retryable, degraded, outage, chaos) or a .toml file; "
+        "--faults is laid over it.",
+    ),
+]
+
+
+def server_faults(spec: str | None, profile: str | None) -> FaultPlan | None:
+    """The fault plan of `--faults` over `--faults-profile` (None: none); one sentence when
+    it cannot be read."""
+    from tau_mcp.servers.engine.fault_profiles import resolve_faults
+
+    return resolve_faults(spec, profile)
 
 
 def check_retrieval_config(
@@ -219,6 +248,8 @@ def serve(
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    faults: FaultsOpt = None,
+    faults_profile: FaultsProfileOpt = None,
     domain_path: DomainPathOpt = None,
     workers: Annotated[
         str,
@@ -269,6 +300,7 @@ def serve(
         settings = ServerSettings(
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs,
+            faults=server_faults(faults, faults_profile),
             token=guards.token,
             max_body_bytes=guards.max_body_bytes,
             capacity=capacity,
@@ -350,6 +382,8 @@ def stdio(
     data_dir: DataDirOpt = None,
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    faults: FaultsOpt = None,
+    faults_profile: FaultsProfileOpt = None,
     domain_path: DomainPathOpt = None,
 ) -> None:
     """Serve one episode over stdio (stdout carries only JSON-RPC)."""
@@ -370,6 +404,7 @@ def stdio(
             data_dir=data_dir,
             retrieval_config=retrieval_config,
             retrieval_kwargs=kwargs,
+            faults=server_faults(faults, faults_profile),
         )
     except EngineError as exc:
         _fail(str(exc))

@@ -25,6 +25,7 @@ from tau_mcp.servers.auth import send_json_error
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode, EpisodeStore
 from tau_mcp.servers.engine.errors import EngineError, NotFound, UnknownEpisode
+from tau_mcp.servers.engine.faults import FaultPlan
 from tau_mcp.servers.engine.ids import ID_RULE, is_safe_episode_id
 from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from tau_mcp.servers.guards import replay_body
@@ -55,6 +56,7 @@ class EpSession:
     session_id: str
     task_id: str | None
     variant: Variant | None = None  # the session's retrieval config, for domains with them
+    faults: FaultPlan | None = None  # the faults the session's agent calls meet
     ended: bool = False
     reported_reward: float = 0.0
     # Transport (`Mcp-Session-Id`) ids of this session's MCP connections not yet closed.
@@ -90,14 +92,16 @@ class EvalProtocolBridge:
         mcp_apps: McpApps,
         default_episode: Callable[[str], Episode],
         resolve_variant: Callable[[Domain, str | None, dict[str, Any] | None], Variant | None],
+        resolve_faults: Callable[[dict[str, Any], str], FaultPlan | None] | None = None,
     ) -> None:
         """`mcp_apps` are keyed by (domain, variant name or None); `resolve_variant` picks a
         session's retrieval config from its `config` (the server's default when it names
-        none)."""
+        none), `resolve_faults` its faults (`faults`, `faults_profile` in the config)."""
         self.store = store
         self.mcp_apps = mcp_apps
         self.default_episode = default_episode
         self.resolve_variant = resolve_variant
+        self.resolve_faults = resolve_faults
         # Oldest first; bounded like the episode store, and a deleted episode's session goes
         # with it, so a long soak of EP rollouts does not accumulate sessions.
         self.sessions: OrderedDict[tuple[str, str], EpSession] = OrderedDict()
@@ -124,14 +128,17 @@ class EvalProtocolBridge:
         if task_id is not None and not isinstance(task_id, str):
             task_id = str(task_id)
         variant = self._session_variant(domain, config)
+        faults = self._session_faults(config, extra.get("seed"))
         key = (domain, session_id)
         session = self.sessions.get(key)
         episode = self.store.find(domain, session_id)
         if session is None or session.ended or episode is None:
             if session is not None:
                 self._forget_transports(session)
-            episode = self.store.create(domain, task_id, session_id, replace=True, variant=variant)
-            self.sessions[key] = EpSession(domain, session_id, task_id, variant)
+            episode = self.store.create(
+                domain, task_id, session_id, replace=True, variant=variant, faults=faults
+            )
+            self.sessions[key] = EpSession(domain, session_id, task_id, variant, faults)
             self.sessions.move_to_end(key)
             while len(self.sessions) > self.store.capacity:
                 _, oldest = self.sessions.popitem(last=False)
@@ -146,6 +153,18 @@ class EvalProtocolBridge:
         name = name_field(config, NAME_OPTION)
         kwargs = options_field(config, KWARGS_OPTION)
         return self.resolve_variant(self.store.domain(domain), name, kwargs)
+
+    def _session_faults(self, config: dict[str, Any], seed: Any) -> FaultPlan | None:
+        """The session's faults, from its row config; EP's seed keys their draws unless the
+        config's plan names a seed of its own."""
+        if self.resolve_faults is None:
+            return None
+        plan = self.resolve_faults(config, "config.faults")
+        given = config.get("faults")
+        seeded = isinstance(given, dict) and "seed" in given or "seed=" in str(given or "")
+        if plan is not None and not seeded and isinstance(seed, int) and not isinstance(seed, bool):
+            plan = plan.for_episode(seed, plan.trial)
+        return plan
 
     def _check_reconnect(self, session: EpSession, task_id: str | None) -> None:
         """A new `initialize` for a live session is a reconnect: allowed for the same task once
@@ -195,7 +214,12 @@ class EvalProtocolBridge:
         episode = self.store.find(domain, session_id)
         if session.ended or episode is None:
             episode = self.store.create(
-                domain, session.task_id, session_id, replace=True, variant=session.variant
+                domain,
+                session.task_id,
+                session_id,
+                replace=True,
+                variant=session.variant,
+                faults=session.faults,
             )
             session.ended = False
             session.reported_reward = 0.0

@@ -20,12 +20,11 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode
 from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.limits import json_utf8
-from tau_mcp.servers.mcp_calls import call_on_episode
+from tau_mcp.servers.mcp_calls import call_on_episode, result_meta
 from tau_mcp.servers.mcp_listing import server_name, tools_list_result
 from tau_mcp.servers.mcp_protocol import MODERN_VERSION, SERVER_INFO_META, VERSION_META
 from tau_mcp.servers.surfaces import Surface
@@ -85,8 +84,8 @@ class FastToolCalls:
         ident, name, arguments = call
         outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
-        if outcome.cost:
-            meta[COST_META] = outcome.cost
+        if outcome.cost or outcome.fault is not None:
+            meta.update(result_meta(outcome) or {})
         result = {
             "jsonrpc": "2.0",
             "id": ident,

@@ -171,6 +171,17 @@ def options_field(body: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     return value
 
 
+def spec_field(body: Mapping[str, Any], key: str) -> str | dict[str, Any] | None:
+    """An option given as text or as an object (a fault plan): bounded like `options_field`
+    either way; None when absent. What it says is the engine's to check."""
+    value = body.get(key)
+    if isinstance(value, str):
+        return text_field(body, key, max_chars=MAX_OPTIONS_CHARS)
+    if value is not None and not isinstance(value, dict):
+        raise FieldError(f"'{key}' must be text, an object or null")
+    return options_field(body, key)
+
+
 def _deeper(value: Any, levels: int) -> bool:
     """Whether `value` has more than `levels` levels of objects and lists."""
     layer = [value]

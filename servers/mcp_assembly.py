@@ -35,11 +35,11 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers import compat
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import ToolOutcome
 from tau_mcp.servers.engine.variants import Variant
+from tau_mcp.servers.mcp_calls import result_meta
 from tau_mcp.servers.mcp_listing import ListedTool, resource_uri
 
 #: How a call is executed: (tool name, arguments as the client sent them) -> the outcome.
@@ -59,9 +59,9 @@ class McpText:
 
 
 def rendered(outcome: ToolOutcome) -> ToolResult:
-    """An outcome as an MCP result: its text, `isError` when it failed, its cost in `_meta`
-    when it cost something."""
-    meta = {COST_META: outcome.cost} if outcome.cost else None
+    """An outcome as an MCP result: its text, `isError` when it failed, its cost and the
+    injected fault it met in `_meta` (`mcp_calls.result_meta`)."""
+    meta = result_meta(outcome)
     content = [TextContent(type="text", text=outcome.text)]
     return ToolResult(content=content, is_error=outcome.error, meta=meta)
 

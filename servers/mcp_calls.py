@@ -13,6 +13,7 @@ import logging
 import os
 from typing import Any
 
+from tau_mcp.conversation.tools import COST_META, FAULT_META
 from tau_mcp.servers.engine.episode import Episode, ToolOutcome
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.toolkit import Side
@@ -32,14 +33,31 @@ async def call_on_episode(
     episode: Episode, side: Side, name: str, arguments: dict[str, Any]
 ) -> ToolOutcome:
     """One tool call on an episode, as a result (never an exception); slow tools run off the
-    event loop (`Episode.call_async`)."""
+    event loop (`Episode.call_async`). An episode created with faults runs the call through
+    its fault injector (`tau_mcp.servers.engine.fault_injector`), on every MCP path alike."""
     try:
+        faults = episode.faults
+        if faults is not None:
+            return await faults.call(episode, side, name, arguments)
         return await episode.call_async(side, name, arguments)
     except EngineError as exc:
         return failure(exc)
     except Exception as exc:  # noqa: BLE001 - a client must get a result, never a crash
         log.exception("tool %s failed outside the engine", name)
         return ToolOutcome(f"Error: internal server error ({type(exc).__name__})", True)
+
+
+def result_meta(outcome: ToolOutcome) -> dict[str, Any] | None:
+    """A result's `_meta`: what the call's own model calls cost, and the injected fault it met
+    (for harnesses: a model is shown the text); None when neither applies."""
+    if not outcome.cost and outcome.fault is None:
+        return None
+    meta: dict[str, Any] = {}
+    if outcome.cost:
+        meta[COST_META] = outcome.cost
+    if outcome.fault is not None:
+        meta[FAULT_META] = outcome.fault
+    return meta
 
 
 def ep_wrap_default() -> bool:
@@ -51,7 +69,7 @@ def as_json_object(outcome: ToolOutcome, wrap: bool = True) -> ToolOutcome:
     {"error": message}); without `wrap` only failures are reshaped."""
     if outcome.error:
         message = outcome.text.removeprefix("Error: ")
-        return ToolOutcome(json.dumps({"error": message}), True, outcome.cost)
+        return ToolOutcome(json.dumps({"error": message}), True, outcome.cost, outcome.fault)
     if not wrap:
         return outcome
     try:
@@ -60,4 +78,4 @@ def as_json_object(outcome: ToolOutcome, wrap: bool = True) -> ToolOutcome:
         value = outcome.text
     if isinstance(value, dict):
         return outcome
-    return ToolOutcome(json.dumps({"result": value}), False, outcome.cost)
+    return ToolOutcome(json.dumps({"result": value}), False, outcome.cost, outcome.fault)

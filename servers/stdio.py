@@ -17,6 +17,7 @@ from tau_mcp.servers import compat
 from tau_mcp.servers.domains.registry import load_domains
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import EpisodeStore
+from tau_mcp.servers.engine.faults import FaultPlan
 from tau_mcp.servers.engine.toolkit import Side
 from tau_mcp.servers.mcp_tools import build_mcp_server
 from tau_mcp.servers.stdio_drain import serve_until_answered
@@ -52,14 +53,17 @@ def build_stdio_server(
     data_dir: str | Path | None = None,
     retrieval_config: str | None = None,
     retrieval_kwargs: dict[str, Any] | None = None,
+    faults: FaultPlan | None = None,
 ) -> FastMCP:
     """A FastMCP server whose tools act on one episode created now (from the task if given,
-    with the retrieval config if the domain has them)."""
+    with the retrieval config if the domain has them, injecting `faults` into agent calls)."""
     domains = load_domains([domain_name], data_dir)
     domain = domains[domain_name]
     domain.warm()
     variant = domain.resolve_variant(retrieval_config, retrieval_kwargs)
-    episode = EpisodeStore(domains).create(domain_name, task_id, STDIO_EPISODE, variant=variant)
+    episode = EpisodeStore(domains).create(
+        domain_name, task_id, STDIO_EPISODE, variant=variant, faults=faults
+    )
     return build_mcp_server(domain, side, lambda: episode, STDIO, variant=variant_name(variant))
 
 

@@ -43,24 +43,9 @@ def _ep_python() -> str:
     return python
 
 
-def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> None:
-    python = _ep_python()
-    from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
-    from tau_mcp.servers.domains.registry import load_domains
-
-    domain = load_domains(["mock"], DATA_DIR)["mock"]
-    # EP switches on litellm's response cache; two mock tasks share a scenario, and a cached
-    # reply would both skip the fake server's script and (litellm 1.105) import proxy-only
-    # modules EP does not install. Real runs want fresh replies per row anyway.
-    user_args = {**fake.llm_args(), "temperature": 0.0, "caching": False}
-    rows = ep_rows(domain, None, [c[0] for c in CASES], f"openai/{USER}", user_args)
-    (tmp_path / "rows.jsonl").write_text(to_jsonl(rows))
-    for index, (task_id, agent_call, _) in enumerate(CASES):
-        # EP's user speaks first, the policy calls a tool, then answers; the user hangs up.
-        # Every reply differs so litellm's cache (which EP's policy turns on) never answers.
-        fake.script(USER, text(f"Hello, row {index}: {task_id}."), text(f"Bye {index} ###STOP###"))
-        fake.script(AGENT, agent_call, text(f"All done for row {index}."))
-
+def _run_stock_benchmark(python: str, fake, tmp_path: Path) -> dict[str, dict]:
+    """EP's stock benchmark over `tmp_path/rows.jsonl`, in EP's own virtualenv: each row's
+    graded record, by task id."""
     out = tmp_path / "graded.jsonl"
     shutil.copy(BENCHMARK, tmp_path / "test_tau_mcp_ep.py")  # outside our pytest config
     ep_bin = str(Path(python).parent)
@@ -89,7 +74,28 @@ def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> N
         timeout=300,
     )
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
-    graded = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    return {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+
+
+def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> None:
+    python = _ep_python()
+    from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
+    from tau_mcp.servers.domains.registry import load_domains
+
+    domain = load_domains(["mock"], DATA_DIR)["mock"]
+    # EP switches on litellm's response cache; two mock tasks share a scenario, and a cached
+    # reply would both skip the fake server's script and (litellm 1.105) import proxy-only
+    # modules EP does not install. Real runs want fresh replies per row anyway.
+    user_args = {**fake.llm_args(), "temperature": 0.0, "caching": False}
+    rows = ep_rows(domain, None, [c[0] for c in CASES], f"openai/{USER}", user_args)
+    (tmp_path / "rows.jsonl").write_text(to_jsonl(rows))
+    for index, (task_id, agent_call, _) in enumerate(CASES):
+        # EP's user speaks first, the policy calls a tool, then answers; the user hangs up.
+        # Every reply differs so litellm's cache (which EP's policy turns on) never answers.
+        fake.script(USER, text(f"Hello, row {index}: {task_id}."), text(f"Bye {index} ###STOP###"))
+        fake.script(AGENT, agent_call, text(f"All done for row {index}."))
+
+    graded = _run_stock_benchmark(python, fake, tmp_path)
     assert set(graded) == {c[0] for c in CASES}
     for task_id, _, expected in CASES:
         record = graded[task_id]
@@ -137,3 +143,27 @@ def test_ep_stock_benchmark_rows_graded_like_evaluate(fake, tmp_path: Path) -> N
     regraded = json.loads((tmp_path / "regraded.json").read_text())["simulations"]
     rewards = {s["task_id"]: s["reward_info"]["reward"] for s in regraded}
     assert rewards == {task_id: graded[task_id]["score"] for task_id in graded}
+
+
+def test_an_ep_row_with_faults_is_a_robustness_session(fake, tmp_path: Path) -> None:
+    """A row whose config names faults (`export ep-rows --faults`, docs/faults.md): EP's policy
+    meets the injected fault as the tool's error, its retry goes through, the grade is the end
+    state's as without faults."""
+    python = _ep_python()
+    from tau_mcp.harness.integrations.ep_rows import ep_rows, to_jsonl
+    from tau_mcp.servers.domains.registry import load_domains
+
+    domain = load_domains(["mock"], DATA_DIR)["mock"]
+    user_args = {**fake.llm_args(), "temperature": 0.0, "caching": False}
+    rows = ep_rows(
+        domain, None, ["create_task_1"], f"openai/{USER}", user_args, faults="transient=1"
+    )
+    (tmp_path / "rows.jsonl").write_text(to_jsonl(rows))
+    fake.script(USER, text("Hello, faulted row."), text("Bye faulted ###STOP###"))
+    fake.script(AGENT, call("create_task", **GOOD), call("create_task", **GOOD), text("Done."))
+    record = _run_stock_benchmark(python, fake, tmp_path)["create_task_1"]
+    assert record["termination_reason"] == "user_stop", json.dumps(record, indent=1)[-3000:]
+    tools = [m for m in record["messages"] if m.get("role") == "tool"]
+    assert "Service temporarily unavailable (HTTP 503)" in str(tools[0].get("content"))
+    assert "Important Meeting" in str(tools[1].get("content"))
+    assert record["score"] == 1.0, record["grade"]

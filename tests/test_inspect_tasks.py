@@ -218,3 +218,38 @@ def test_the_model_ends_by_the_seat_rule_and_samples_share_one_runner(fake, tmp_
     assert ended.messages[-1].role == "assistant" and "###STOP###" in ended.messages[-1].text
     assert not ended.messages[-1].tool_calls  # the `done` call is recorded as the stop
     assert built == [1]
+
+
+def test_a_robustness_task_faults_the_models_calls_and_the_score_says_so(tmp_path) -> None:
+    """`-T faults=...` (docs/faults.md): the model's tool call meets the injected fault as the
+    tool's own error, the same call again goes through, and the score's metadata lists it."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import ModelOutput, get_model
+
+    from tau_mcp.harness.integrations.inspect_tasks import tau_mcp_mock
+
+    create = {"user_id": "user_1", "title": "Important Meeting"}
+    agent = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            ModelOutput.for_tool_call("mockllm/model", "create_task", create),
+            ModelOutput.for_tool_call("mockllm/model", "create_task", create),
+            ModelOutput.from_content("mockllm/model", "Your task is created."),
+            ModelOutput.from_content("mockllm/model", "Goodbye. ###STOP###"),
+        ],
+    )
+    task = tau_mcp_mock(
+        task_ids="create_task_1", user="scripted", faults="transient=1", data_dir=str(DATA_DIR)
+    )
+    logs = inspect_eval(task, model=agent, log_dir=str(tmp_path), display="none")
+    assert logs[0].status == "success", logs[0].error
+    sample = read_eval_log(logs[0].location).samples[0]
+    tool_texts = [m.text for m in sample.messages if m.role == "tool"]
+    assert tool_texts[0].startswith("Error: Service temporarily unavailable (HTTP 503)")
+    assert json.loads(tool_texts[1])["title"] == "Important Meeting"
+    score = sample.scores["tau_mcp_grade"]
+    assert score.value == 1.0, score.explanation
+    assert [(f["tool"], f["kind"]) for f in score.metadata["faults"]] == [
+        ("create_task", "transient")
+    ]

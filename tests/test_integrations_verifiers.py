@@ -133,6 +133,28 @@ def test_vf_eval_on_an_airline_task(tmp_path: Path):
     assert row["tau"]["termination_reason"] == "user_stop"
 
 
+def test_vf_eval_rollout_under_faults(tmp_path: Path):
+    """`faults` among the environment's arguments (docs/faults.md): the policy's tool call
+    meets the injected fault as the tool's error, its retry goes through, the reward is the end
+    state's, and the rollout's `tau` state lists the fault."""
+    script = _vf_eval()
+    with FakeLLMServer() as fake:
+        fake.script(
+            "user",
+            text("Please create a task called 'Important Meeting' for user_1."),
+            text("Perfect, thanks. ###STOP###"),
+        )
+        good = call("create_task", user_id="user_1", title="Important Meeting")
+        fake.script("policy", good, good, text("Your task 'Important Meeting' is created."))
+        env_args = {"domain": "mock", "task_ids": ["create_task_1"], "faults": "transient=1"}
+        [row] = _run(script, fake, env_args, tmp_path)
+    assert row["reward"] == 1.0, row["tau"]
+    tools = [m["content"] for m in row["completion"] if m["role"] == "tool"]
+    assert "Service temporarily unavailable (HTTP 503)" in tools[0]
+    assert '"task_id": "task_2"' in tools[1]
+    assert [(f["tool"], f["kind"]) for f in row["tau"]["faults"]] == [("create_task", "transient")]
+
+
 def test_vf_eval_policy_ends_by_the_seat_rule(tmp_path: Path):
     """The outside seat's one rule (docs/seat.md): a policy that calls `done` ends the rollout
     with the agent stop, the call recorded as the stop message."""

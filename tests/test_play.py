@@ -70,6 +70,31 @@ def test_person_plays_the_agent_and_is_graded(tmp_path):
     assert calls[0]["arguments"] == {"user_id": "chidi", "title": "Book flights to Lagos"}
 
 
+def test_a_robustness_game_shows_the_fault_and_the_retry_goes_through(tmp_path):
+    """`play --faults` (docs/faults.md): the person's tool call meets the injected fault as the
+    tool's own error, the same call again goes through, and the saved record lists the fault."""
+    saved = tmp_path / "played.json"
+    child = _spawn([*_play_demo_as_agent(saved), "--faults", "transient=1"], tmp_path)
+    child.expect("agent> ")
+    call = "create_task(user_id='chidi', title=\"Book flights to Lagos\")"
+    child.sendline(call)
+    child.expect_exact("result (error): Error: Service temporarily unavailable (HTTP 503)")
+    child.expect("agent> ")
+    child.sendline(call)
+    child.expect("result: ")
+    child.expect("Book flights to Lagos")
+    child.expect("agent> ")
+    child.sendline("Done. Is there anything else I can help with?")
+    child.expect("ending: user_stop - reward: 1.0")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    document = json.loads(saved.read_text())
+    assert document["info"]["faults"]["spec"] == "transient=1"
+    faults = document["simulations"][0]["info"]["faults"]
+    assert [(f["tool"], f["kind"]) for f in faults] == [("create_task", "transient")]
+
+
 def test_json_call_bad_input_and_a_lost_game(tmp_path):
     child = _spawn(
         [

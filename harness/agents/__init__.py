@@ -6,7 +6,7 @@ from tau_mcp.conversation.plugins import plugin_class
 from tau_mcp.harness.agents.base import Agent, AgentContext
 from tau_mcp.harness.agents.gt_agent import GTAgent
 from tau_mcp.harness.agents.llm_agent import LLMAgent, SoloAgent
-from tau_mcp.harness.agents.oracle import OracleAgent
+from tau_mcp.harness.agents.oracle import OracleAgent, RetryingOracleAgent
 from tau_mcp.harness.agents.taubench import TAU_BENCH_AGENTS
 
 BUILTIN_AGENTS: dict[str, type[Agent]] = {
@@ -14,6 +14,7 @@ BUILTIN_AGENTS: dict[str, type[Agent]] = {
     "solo": SoloAgent,
     "gt": GTAgent,
     "oracle": OracleAgent,
+    "oracle-retry": RetryingOracleAgent,
     **TAU_BENCH_AGENTS,  # the original τ-bench's strategies: tool-calling, act, react, few-shot
 }
 
@@ -49,4 +50,5 @@ __all__ = [
     "SoloAgent",
     "GTAgent",
     "OracleAgent",
+    "RetryingOracleAgent",
 ]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import itertools
 from collections import deque
 
-from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall
+from tau_mcp.conversation.messages import STOP, ChatMessage, ToolCall, ToolMessage
 from tau_mcp.conversation.plan import describe, gold_actions
 from tau_mcp.harness.agents.base import Agent, AgentContext, Incoming
+from tau_mcp.servers.engine.faults import is_retryable_fault
 
 
 class OracleAgent(Agent):
@@ -58,3 +59,47 @@ class OracleAgent(Agent):
 
     def is_stop(self, message: ChatMessage) -> bool:
         return message.content is not None and STOP in message.content
+
+
+class RetryingOracleAgent(OracleAgent):
+    """The oracle as a careful client of a flaky back end (`--agent oracle-retry`): a call
+    whose result is a retryable injected fault (transient, timeout, rate limit:
+    docs/faults.md) is made again, up to `MAX_RETRIES` times in a row, before the oracle moves
+    on. Without faults it is the oracle."""
+
+    implementation = "oracle-retry"
+    MAX_RETRIES = 8
+
+    def __init__(self, context: AgentContext) -> None:
+        super().__init__(context)
+        self._last: ToolCall | None = None
+        self._retries = 0
+
+    async def respond(self, incoming: Incoming) -> ChatMessage:
+        if self._should_retry(incoming) and self._last is not None:
+            self.record(incoming)
+            self._retries += 1
+            again = ToolCall(
+                id=f"oracle_{next(self._ids)}",
+                name=self._last.name,
+                arguments=dict(self._last.arguments or {}),
+            )
+            self._last = again
+            return self._say(None, [again])
+        self._retries = 0
+        message = await super().respond(incoming)
+        self._last = message.tool_calls[0] if message.tool_calls else None
+        return message
+
+    def _should_retry(self, incoming: Incoming) -> bool:
+        if not isinstance(incoming, list) or self._last is None:
+            return False
+        if self._retries >= self.MAX_RETRIES:
+            return False
+        return any(
+            isinstance(m, ToolMessage)
+            and m.id == self._last.id
+            and m.error
+            and is_retryable_fault(m.content or "")
+            for m in incoming
+        )

@@ -36,10 +36,12 @@ class EpisodeRef:
 @dataclass(frozen=True)
 class EpisodeOptions:
     """How an episode is set up beyond its task: the retrieval config (and its kwargs) of a
-    domain that has them (banking_knowledge), as the contract's POST body names them."""
+    domain that has them (banking_knowledge), as the contract's POST body names them, and the
+    faults its agent calls meet (a plan's JSON, `FaultPlan.body()`: docs/faults.md)."""
 
     retrieval_config: str | None = None
     retrieval_kwargs: dict[str, Any] | None = None
+    faults: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
         """The fields of `POST /{domain}/episodes` (none when unset)."""
@@ -48,6 +50,8 @@ class EpisodeOptions:
             out["retrieval_config"] = self.retrieval_config
         if self.retrieval_kwargs:
             out["retrieval_kwargs"] = self.retrieval_kwargs
+        if self.faults:
+            out["faults"] = self.faults
         return out
 
 

@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from tau_mcp.conversation.errors import ConfigError
-from tau_mcp.conversation.tools import result_cost
+from tau_mcp.conversation.tools import result_cost, result_fault
 from tau_mcp.harness.backends import (
     EpisodeOptions,
     EpisodeRef,
@@ -107,7 +107,8 @@ class McpToolSession:
         except Exception as exc:  # noqa: BLE001
             raise InfrastructureError(f"MCP call {name} failed: {exc}") from exc
         text = "".join(getattr(block, "text", "") for block in result.content or [])
-        return ToolResult(text, bool(result.is_error), result_cost(getattr(result, "meta", None)))
+        meta = getattr(result, "meta", None)
+        return ToolResult(text, bool(result.is_error), result_cost(meta), result_fault(meta))
 
     async def close(self) -> None:
         try:

@@ -17,7 +17,7 @@ import itertools
 import json
 from typing import Any
 
-from tau_mcp.conversation.tools import result_cost
+from tau_mcp.conversation.tools import result_cost, result_fault
 from tau_mcp.harness.backends.base import InfrastructureError, ToolInfo, ToolResult
 from tau_mcp.harness.backends.exchange import Exchange, Reply
 from tau_mcp.servers.mcp_protocol import (
@@ -105,7 +105,8 @@ class WireMcpSession:
         result = await self.request("tools/call", {"name": name, "arguments": arguments}, name)
         blocks = result.get("content") or []
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
-        return ToolResult(text, bool(result.get("isError")), result_cost(result.get("_meta")))
+        meta = result.get("_meta")
+        return ToolResult(text, bool(result.get("isError")), result_cost(meta), result_fault(meta))
 
     async def close(self) -> None:
         """Nothing to release: the protocol keeps no session on either side."""

@@ -24,6 +24,8 @@ DOMAIN_HELP = (
 )
 
 __all__ = [
+    "FAULTS_HELP",
+    "FAULTS_PROFILE_HELP",
     "JUDGE_HELP",
     "RECORD_HELP",
     "REPLAY_HELP",
@@ -78,6 +80,16 @@ REPLAY_MISS_HELP = (
     "With --replay: what a request the cassette lacks does: fail (its simulation fails, "
     "naming the first field that differs from the nearest recorded request) or live (it "
     "goes to the model)."
+)
+FAULTS_HELP = (
+    "A robustness run: inject seeded faults into the agent's tool calls, kind=rate pairs such "
+    "as transient=0.1,rate_limit=0.05 (kinds: transient, permanent, timeout, rate_limit, "
+    "stale_read, slow; settings: timeout_seconds, slow_seconds, rate_limit_calls). "
+    "See docs/faults.md."
+)
+FAULTS_PROFILE_HELP = (
+    "A named fault plan (shipped: flaky, retryable, degraded, outage, chaos) or a .toml file; "
+    "--faults is laid over it."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "

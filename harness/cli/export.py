@@ -8,6 +8,8 @@ import typer
 
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    FAULTS_HELP,
+    FAULTS_PROFILE_HELP,
     RETRIEVAL_KWARGS_HELP,
     fail,
     json_arg,
@@ -51,6 +53,8 @@ def ep_rows_command(
     retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    faults: str = typer.Option(None, "--faults", help=FAULTS_HELP),
+    faults_profile: str = typer.Option(None, "--faults-profile", help=FAULTS_PROFILE_HELP),
 ) -> None:
     """Write Eval Protocol dataset rows (one per task) for `evaluation_test(input_dataset=...)`."""
     from tau_mcp.harness.config import RunConfig
@@ -70,7 +74,10 @@ def ep_rows_command(
             user_llm_args=json_arg("--user-llm-args", user_llm_args) or None,
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            faults=faults,
+            faults_profile=faults_profile,
         )
+        plan = config.fault_plan
         loaded = load_domain(domain, config.data_dir, ready="lazy")
         rows = ep_rows(
             loaded,
@@ -80,6 +87,7 @@ def ep_rows_command(
             without_secrets(config.user_llm_args),
             config.retrieval_config,
             config.retrieval_kwargs,
+            plan.spec() if plan is not None else None,
         )
     except (ConfigError, EngineError) as exc:
         fail(str(exc))

@@ -14,6 +14,8 @@ from tau_mcp.conversation.llm import DEFAULT_LLM
 from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    FAULTS_HELP,
+    FAULTS_PROFILE_HELP,
     RETRIEVAL_HELP,
     RETRIEVAL_KWARGS_HELP,
     SERVER_TOKEN_FILE_HELP,
@@ -80,6 +82,8 @@ def play(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
     task_set_name: str = typer.Option(None, "--task-set-name", help=TASK_SET_HELP),
+    faults: str = typer.Option(None, "--faults", help=FAULTS_HELP),
+    faults_profile: str = typer.Option(None, "--faults-profile", help=FAULTS_PROFILE_HELP),
 ) -> None:
     """Play one side of a task yourself, in the terminal, against the simulated other side;
     the episode runs over MCP and is graded at the end like any simulation."""
@@ -113,6 +117,8 @@ def play(
             save_to=save_to,
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval,
+            faults=faults,
+            faults_profile=faults_profile,
             server=server,
             server_token=server_token_option(server_token, server_token_file),
             **llm_args,

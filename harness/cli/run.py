@@ -21,6 +21,8 @@ from tau_mcp.harness.api import run as run_config
 from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    FAULTS_HELP,
+    FAULTS_PROFILE_HELP,
     JUDGE_HELP,
     RECORD_HELP,
     REPLAY_HELP,
@@ -89,8 +91,9 @@ def run(
     ),
     agent: str = typer.Option(
         "llm",
-        help="llm, solo, gt, oracle, cmd (--agent-cmd), or a plug-in class as module:Class "
-        "(the reference's llm_agent, llm_agent_gt and llm_agent_solo name ours).",
+        help="llm, solo, gt, oracle, oracle-retry (the oracle retrying retryable injected "
+        "faults), cmd (--agent-cmd), or a plug-in class as module:Class (the reference's "
+        "llm_agent, llm_agent_gt and llm_agent_solo name ours).",
     ),
     agent_cmd: str = typer.Option(
         None, "--agent-cmd", help="With --agent cmd: program run per simulation (docs/serve.md)."
@@ -241,6 +244,8 @@ def run(
     retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
     ),
+    faults: str = typer.Option(None, "--faults", help=FAULTS_HELP),
+    faults_profile: str = typer.Option(None, "--faults-profile", help=FAULTS_PROFILE_HELP),
     auto_resume: bool = typer.Option(
         False,
         "--auto-resume",
@@ -390,6 +395,8 @@ def run(
             review=_review_settings(auto_review, review_mode, review_llm),
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            faults=faults,
+            faults_profile=faults_profile,
             server=server,
             server_token=server_token_option(server_token, server_token_file),
             workers=workers,

@@ -14,6 +14,8 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.cassettes import needs_no_model
 from tau_mcp.harness.cli.common import (
     DOMAIN_HELP,
+    FAULTS_HELP,
+    FAULTS_PROFILE_HELP,
     RECORD_HELP,
     REPLAY_HELP,
     REPLAY_MISS_HELP,
@@ -123,6 +125,8 @@ def serve(
     record: Path = typer.Option(None, "--record", metavar="DIR", help=RECORD_HELP),
     replay: Path = typer.Option(None, "--replay", metavar="DIR", help=REPLAY_HELP),
     replay_miss: str = typer.Option("fail", "--replay-miss", help=REPLAY_MISS_HELP),
+    faults: str = typer.Option(None, "--faults", help=FAULTS_HELP),
+    faults_profile: str = typer.Option(None, "--faults-profile", help=FAULTS_PROFILE_HELP),
 ) -> None:
     """Host graded simulations that an outside MCP agent (Claude, any client) plays."""
     from tau_mcp.conversation.llm import DEFAULT_LLM
@@ -157,6 +161,8 @@ def serve(
             save_to=save_to,
             retrieval_config=retrieval_config,
             retrieval_kwargs=retrieval_kwargs_option(retrieval_kwargs),
+            faults=faults,
+            faults_profile=faults_profile,
             server=server,
             server_token=server_token_option(server_token, server_token_file),
             record=record,

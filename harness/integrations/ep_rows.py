@@ -33,10 +33,12 @@ def ep_rows(
     user_llm_args: dict[str, Any] | None = None,
     retrieval_config: str | None = None,
     retrieval_kwargs: dict[str, Any] | None = None,
+    faults: str | None = None,
 ) -> list[dict[str, Any]]:
     """The rows, in the split's task order (or the order of `task_ids`). For a domain with
     retrieval configs the rows name theirs (`environment_context.retrieval_config`), which the
-    server gives each session, and carry its policy."""
+    server gives each session, and carry its policy. `faults` (a plan's `--faults` text) makes
+    every session a robustness episode keyed by EP's seed (docs/faults.md)."""
     if task_ids:
         unknown = [t for t in task_ids if t not in domain.tasks]
         if unknown:
@@ -56,6 +58,8 @@ def ep_rows(
             context["retrieval_config"] = variant.name
             if variant.kwargs:
                 context["retrieval_kwargs"] = dict(variant.kwargs)
+        if faults:
+            context["faults"] = faults
         prompt = system_prompt or conversation_prompt(variant.policy(task))
         user = {
             "enabled": True,

@@ -240,6 +240,9 @@ def tau_mcp_conversation(config: RunConfig):
         state.metadata["termination_reason"] = sim.termination_reason
         if sim.infrastructure_error:
             state.metadata["error"] = (sim.info or {}).get("error")
+        faults = (sim.info or {}).get("faults")
+        if faults is not None:  # a robustness run: the injected faults the calls met
+            state.metadata["faults"] = faults
         state.completed = True
         return state
 
@@ -259,11 +262,12 @@ def tau_mcp_grade():
                 answer=termination,
                 explanation=f"no grade: {state.metadata.get('error') or termination}",
             )
+        faults = state.metadata.get("faults")
         return Score(
             value=float(info["reward"]),
             answer=termination,
             explanation=json.dumps(info.get("reward_breakdown")),
-            metadata={"reward_info": info},
+            metadata={"reward_info": info, **({"faults": faults} if faults is not None else {})},
         )
 
     return score

@@ -177,6 +177,9 @@ class TauMcpEnv(vf.MultiTurnEnv):
         state["tau_reward"] = driver.reward
         state["tau"]["termination_reason"] = driver.termination
         state["tau"]["reward_info"] = (driver.result or {}).get("reward_info")
+        faults = ((driver.result or {}).get("info") or {}).get("faults")
+        if faults is not None:  # a robustness rollout: the injected faults its calls met
+            state["tau"]["faults"] = faults
 
     @vf.cleanup
     async def close_episode(self, state: vf.State) -> None:

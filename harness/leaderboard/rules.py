@@ -10,6 +10,7 @@ validate` checks) plus two that protect the submitter:
 | same-models       | the same agent and user simulator, models and arguments, in every run |
 | retrieval-config  | a run of a domain with retrieval configs records its config (or one is given) |
 | no-secrets        | no API key in the recorded model arguments (the files are shared)     |
+| no-faults         | not a robustness run: no injected tool faults (docs/faults.md)        |
 | base-split        | every task of the domain's base split, as the data folder defines it  |
 | trial-count       | every task run the run's `num_trials` times                           |
 | min-trials        | at least 4 trials                                                     |
@@ -32,6 +33,7 @@ from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.redaction import REDACTED
 from tau_mcp.harness.results.folder import LayoutError
 from tau_mcp.harness.results.layouts import read as read_layout
+from tau_mcp.harness.robustness import fault_plan_of, is_faulted
 
 MIN_TRIALS = 4
 SECRET_ARGS = frozenset({"api_key", "aws_secret_access_key", "aws_session_token", "token"})
@@ -103,6 +105,7 @@ def run_problems(
     problems += _same_models(runs)
     problems += _retrieval(runs, retrieval_config)
     problems += _secrets(runs)
+    problems += _faults(runs)
     if verify:
         for run in runs:
             problems += verify_run(run, data_dir)
@@ -230,6 +233,23 @@ def _recorded_info(run: Run) -> dict[str, Any]:
     except (LayoutError, OSError):  # a document given in memory: its header is all there is
         info = run.info
     return info if isinstance(info, dict) else {}
+
+
+def _faults(runs: list[Run]) -> list[Problem]:
+    """A robustness run measures coping with injected faults, not the benchmark: never a
+    submission, whatever `--no-verify` skips."""
+    problems = []
+    for run in runs:
+        if is_faulted(run.document):
+            spec = (fault_plan_of(run.document) or {}).get("spec") or "injected by the server"
+            problems.append(
+                Problem(
+                    "no-faults",
+                    f"{run.path} is a robustness run with injected tool faults ({spec}), not a "
+                    "benchmark run; submit a run made without --faults",
+                )
+            )
+    return problems
 
 
 def verify_run(run: Run, data_dir: Path | None) -> list[Problem]:

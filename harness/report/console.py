@@ -23,6 +23,7 @@ from tau_mcp.harness.report.summary import (
     run_summary,
     task_grid,
 )
+from tau_mcp.harness.robustness import faults_of, recovery_line
 
 
 def _money(value: float | None) -> str:
@@ -134,13 +135,45 @@ def failures_table(run: dict[str, Any]) -> Table | None:
     return table
 
 
+def faults_table(run: dict[str, Any]) -> Table | None:
+    """A robustness run's recovery: overall and per fault kind; None for a clean run."""
+    f = run.get("faults")
+    if not f:
+        return None
+    spec = (f.get("plan") or {}).get("spec") or "injected by the server"
+    table = Table(
+        title=f"Robustness run, faults {spec} (not a benchmark score)", header_style="bold"
+    )
+    table.add_column("faults met")
+    for column in ("faults", "simulations", "recovered", "recovery rate"):
+        table.add_column(column, justify="right")
+    rate = f["recovery_rate"]
+    table.add_row(
+        "any",
+        str(f["faults"]),
+        str(f["faulted_simulations"]),
+        str(f["recovered"]),
+        "n/a" if rate is None else f"{rate:.1%}",
+        style="bold",
+    )
+    for kind, e in f["by_kind"].items():
+        table.add_row(
+            kind,
+            str(e["faults"]),
+            str(e["simulations"]),
+            str(e["recovered"]),
+            f"{e['recovery_rate']:.1%}",
+        )
+    return table
+
+
 def leaderboard_table(runs: list[dict[str, Any]]) -> Table:
     """The layout of tau-bench papers and leaderboards (percent), to paste beside them."""
     table = Table(box=box.MARKDOWN, show_edge=True, header_style="bold")
     for name in LEADERBOARD_HEADER:
         table.add_column(name, justify="left" if name == "model" else "right")
     for row in leaderboard_rows(runs):
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # a label may hold [brackets]
     return table
 
 
@@ -157,6 +190,10 @@ def print_summary(
     console.print(summary_table(run, title))
     if run["simulations"]:
         console.print(leaderboard_table([run]))
+    faults = faults_table(run)
+    if faults is not None:
+        console.print(faults)
+        console.print(Text(recovery_line(run["faults"])))
     failures = failures_table(run)
     if failures is not None:
         console.print(failures)
@@ -202,7 +239,10 @@ def simulations_table(simulations: list[dict[str, Any]]) -> Table:
             str(sim.get("trial")),
             "-" if reward is None else f"{reward:.2f}",
             str(sim.get("termination_reason")),
-            "" if found is None else f"{found.get('category')} ({found.get('side')})",
+            ""
+            if found is None
+            else f"{found.get('category')} ({found.get('side')})"
+            + (" after faults" if found.get("after_faults") else ""),
         )
     return table
 
@@ -221,12 +261,15 @@ def print_conversation(console: Console, sim: dict[str, Any]) -> None:
     console.rule(
         f"simulation {sim.get('id')} - task {sim.get('task_id')} - trial {sim.get('trial')}"
     )
+    faulted = {f.get("turn_idx"): f.get("kind") for f in faults_of(sim)}
     for message in sim.get("messages") or []:
         role = message.get("role", "?")
         style = _STYLE.get(role, "white")
         head = f"{message.get('turn_idx', '-')} {role}"
         if role == "tool":
             flag = " (error)" if message.get("error") else ""
+            if message.get("turn_idx") in faulted:
+                flag += f" [injected fault: {faulted[message['turn_idx']]}]"
             console.print(
                 _line(
                     style,
@@ -286,6 +329,9 @@ def print_diagnosis(console: Console, sim: dict[str, Any], rule: bool = True) ->
         )
     side = SIDE_NAMES.get(str(d.get("side")), str(d.get("side")))
     console.print(_line("bold red", f"why: {d.get('category')} ({side}): ", d.get("summary", "")))
+    faulted = d.get("after_faults")
+    if faulted:
+        console.print(_line("bold red", "  after injected faults: ", faulted.get("summary", "")))
     ending = d.get("ending") or {}
     flag = (
         "; the user ended the call while a gold write was still pending"

@@ -19,6 +19,8 @@ from tau_mcp.grading.diagnosis import diagnosis_of
 from tau_mcp.harness.report.bars import failures_svg
 from tau_mcp.harness.report.chart import pass_hat_svg
 from tau_mcp.harness.report.markdown import LEADERBOARD_HEADER, mixes_domains, money, pct
+from tau_mcp.harness.report.robustness import robustness_sentence
+from tau_mcp.harness.robustness import recovery_line
 
 _TEMPLATES = Path(__file__).with_name("templates")
 
@@ -78,6 +80,8 @@ def _environment() -> Environment:
         tojson=lambda v: json.dumps(v, ensure_ascii=False, default=str),
         failures_svg=failures_svg,
         diagnosis_of=diagnosis_of,
+        recovery_line=recovery_line,
+        robustness_sentence=robustness_sentence,
         grid_layout=grid_layout,
         flip_groups=flip_groups,
         collapse_over=COLLAPSE_OVER,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tau_mcp.harness.report.robustness import robustness_sentence
+from tau_mcp.harness.robustness import recovery_line
+
 LEADERBOARD_K = (1, 2, 3, 4)
 
 
@@ -32,12 +35,48 @@ def leaderboard_rows(runs: list[dict[str, Any]], with_domain: bool = False) -> l
     the domain after the model when asked (a report that mixes domains)."""
     rows = []
     for run in runs:
-        row = [run["label"]] + ([str(run["settings"]["domain"])] if with_domain else [])
+        row = [fault_marked(run)] + ([str(run["settings"]["domain"])] if with_domain else [])
         row += [pct((run["pass_hat"].get(str(k)) or {}).get("value")) for k in LEADERBOARD_K]
         row.append(pct((run["avg_reward"] or {}).get("value")))
         row.append(money(run["cost"]["all"]["per_simulation"]))
         rows.append(row)
     return rows
+
+
+def fault_marked(run: dict[str, Any]) -> str:
+    """A run's label, marked when it is a robustness run (never to stand beside benchmark
+    figures unmarked)."""
+    faults = run.get("faults")
+    if not faults:
+        return run["label"]
+    spec = (faults.get("plan") or {}).get("spec")
+    return f"{run['label']} [faults{': ' + spec if spec else ''}]"
+
+
+def faults_section(run: dict[str, Any]) -> list[str]:
+    """A robustness run's recovery figures: overall and per fault kind."""
+    f = run.get("faults")
+    if not f:
+        return []
+    plan = f.get("plan") or {}
+    out = [
+        "**Robustness run** (injected tool faults: "
+        f"`{plan.get('spec') or 'by the server'}`; not a benchmark score). {recovery_line(f)}",
+        "",
+    ]
+    rows = [
+        [
+            kind,
+            str(e["faults"]),
+            str(e["simulations"]),
+            f"{e['recovered']} ({pct(e['recovery_rate'])})",
+        ]
+        for kind, e in f["by_kind"].items()
+    ]
+    if rows:
+        header = ["fault kind", "faults", "simulations", "recovered (percent)"]
+        out += [table(header, rows), ""]
+    return out
 
 
 LEADERBOARD_HEADER = ["model", "pass^1", "pass^2", "pass^3", "pass^4", "avg reward", "cost/sim"]
@@ -180,6 +219,26 @@ def _agent_shown(settings: dict[str, Any]) -> str:
     return next((str(v) for v in shown if v), "-")
 
 
+def robustness_rows(comparison: dict[str, Any]) -> list[str]:
+    """pass^k under faults beside the clean run's, paired over the shared tasks."""
+    rows = [
+        [f"pass^{k}", with_ci(e["faulted"]), with_ci(e["clean"]), signed_ci(e["difference"])]
+        for k, e in comparison["pass_hat"].items()
+    ]
+    out = [robustness_sentence(comparison), ""]
+    if rows:
+        header = ["metric (percent, 95% CI)", "under faults", "clean", "difference"]
+        out += [table(header, rows), ""]
+    return out
+
+
+def signed_ci(entry: dict[str, Any]) -> str:
+    return (
+        f"{entry['value'] * 100:+.1f} ({entry['ci_low'] * 100:+.1f} to "
+        f"{entry['ci_high'] * 100:+.1f})"
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     runs = report["runs"]
     out = ["# tau-mcp report", "", "## Leaderboard (percent)", "", leaderboard(runs), ""]
@@ -222,7 +281,7 @@ def render(report: dict[str, Any]) -> str:
         ]
         if run.get("noise"):
             out += [f"Noise: {run['noise']['statement']}", ""]
-        out += failures_section(run) + reviews_section(run)
+        out += faults_section(run) + failures_section(run) + reviews_section(run)
         failing = [
             task
             for task, cells in run["grid"].items()
@@ -240,6 +299,8 @@ def render(report: dict[str, Any]) -> str:
                 out += [f"Noise: {comp['noise']['statement']}", ""]
             if comp.get("judges"):
                 out += [f"Judges: {comp['judges']['statement']}", ""]
+            if comp.get("robustness"):
+                out += robustness_rows(comp["robustness"])
             if comp["flips"]:
                 out.append("Tasks that flip (success rate in A / in B):")
                 out += [f"- {f['task_id']}: {pct(f['a'])} / {pct(f['b'])}" for f in comp["flips"]]

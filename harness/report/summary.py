@@ -28,7 +28,9 @@ from tau_mcp.harness.report.failures import (
 )
 from tau_mcp.harness.report.judges import judge_agreement
 from tau_mcp.harness.report.reviews import review_digest
+from tau_mcp.harness.report.robustness import faults_vs_clean
 from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
+from tau_mcp.harness.robustness import fault_plan_of, is_faulted, recovery
 from tau_mcp.servers.domains.registry import domain_spec
 from tau_mcp.servers.engine.errors import UnknownDomain
 
@@ -98,6 +100,7 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
         "retrieval_config": info.get("retrieval_config"),
         "retrieval_config_kwargs": info.get("retrieval_config_kwargs"),
         "retrieval": retrieval_of(info, domain),
+        "faults": (fault_plan_of(document) or {}).get("spec"),
     }
 
 
@@ -197,6 +200,9 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
     reviews = [c for s in done if (c := review_cost(s)) is not None]
     cost["review"] = {"total": sum(reviews) if reviews else None, "per_simulation": _mean(reviews)}
     cells = [s for cell in grid.values() for s in cell]
+    faults = None
+    if is_faulted(document):  # a robustness run: how the agent fared under faults
+        faults = {"plan": fault_plan_of(document), **recovery(sims)}
     return {
         "file": str(path),
         "label": _label(settings, path),
@@ -221,6 +227,7 @@ def run_summary(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         ),
         "noise": noise(finished, rewards_by_task),
         **_original_figures(document.get("info") or {}, sims),
+        "faults": faults,
         "grid": {
             task: [
                 {
@@ -295,6 +302,15 @@ def compare(a: dict[str, Any], b: dict[str, Any], sims_a: list, sims_b: list) ->
     judges = judge_agreement(a["settings"], b["settings"], sims_a, sims_b)
     if judges is not None:  # the same conversations, graded by two judges
         result["judges"] = judges
+    if bool(a.get("faults")) != bool(b.get("faults")):  # a robustness run beside a clean one
+        faulted, clean = (a, b) if a.get("faults") else (b, a)
+        result["robustness"] = faults_vs_clean(
+            faulted["label"],
+            clean["label"],
+            outcomes_a if faulted is a else outcomes_b,
+            outcomes_b if faulted is a else outcomes_a,
+            common,
+        )
     return result
 
 

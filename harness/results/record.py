@@ -7,7 +7,7 @@ read its results read ours. Our extensions are named here and nowhere else:
   infrastructure failure took and its error, and what `serve`/`--agent cmd` add;
 - the header's `info` (`RunInfo`) adds to the reference's the run's `timeout`, the judge, the
   communication rule, the prompt set, a τ-bench run's shape, the review mode, the preset, the
-  task set and the tasks the agent left out.
+  task set, the tasks the agent left out and a robustness run's fault plan.
 
 Every record is built here (a finished conversation, an infrastructure failure, a served
 simulation still running), and every simulation read from a file is checked here
@@ -119,6 +119,7 @@ class RecordInfo(TypedDict, total=False):
     traj: list[dict[str, Any]]  # a τ-bench agent's own message list (the original's `traj`)
     taubench: dict[str, Any]  # a τ-bench results file's own record, kept when read
     forked_from: dict[str, Any]  # `fork`: the parent simulation and the turn it was forked at
+    faults: list[dict[str, Any]]  # a robustness run: the injected faults the calls met
 
 
 def _an_object(value: Any) -> Any:
@@ -220,10 +221,12 @@ class SimulationRecord(BaseModel):
         reward_info: dict[str, Any] | None,
         info: RecordInfo,
         tool_costs: dict[str, float] | None = None,
+        faults: list[dict[str, Any]] | None = None,
     ) -> SimulationRecord:
         """A graded conversation. The sides' costs are their messages' plus, for the tools'
         own model calls (retrieval embeddings, rerankers), the side that called the tool;
-        `info.tool_cost` shows that part."""
+        `info.tool_cost` shows that part. `faults`: in a robustness run, the injected faults
+        its calls met (`info.faults`, an empty list when none hit)."""
         agent_costs = [
             m["cost"] for m in messages if m["role"] == "assistant" and m.get("cost") is not None
         ]
@@ -234,6 +237,8 @@ class SimulationRecord(BaseModel):
             agent_costs += [c for who, c in tool_costs.items() if who != "user"]
             user_costs += [c for who, c in tool_costs.items() if who == "user"]
             info = {**info, "tool_cost": dict(tool_costs)}
+        if faults is not None:
+            info = {**info, "faults": list(faults)}
         return cls._built(
             task_id,
             trial,
@@ -433,6 +438,7 @@ class RunInfo(_Section):
     fork: dict[str, Any] | None = None  # ours: `fork`: the parent file, its sha256, the turn
     # ours: who the simulated user was (kind, version, model, args less secrets, prompt hashes)
     user_simulator: dict[str, Any] | None = None
+    faults: dict[str, Any] | None = None  # ours: a robustness run's fault plan (FaultPlan.header)
 
     def layout(self) -> dict[str, Any]:
         """The header's `info` as written: the fields the run set, in this order."""

@@ -78,6 +78,11 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _fault_spec(header: Any) -> Any:
+    """A recorded fault plan as its `--faults` text (None: a clean run)."""
+    return header.get("spec", header) if isinstance(header, dict) else header
+
+
 def _task_difference(old_tasks: Any, new_tasks: list[dict[str, Any]]) -> str | None:
     if not isinstance(old_tasks, list) or not old_tasks:
         return None  # a file without its task list (e.g. a bare list of simulations)
@@ -105,6 +110,12 @@ def differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             before, after = normalise(before), normalise(after)
         if before != after:
             found.append(f"{label} {_show(before)} (now {_show(after)})" if show else label)
+    # Faults: a header without them is a clean run (ours or the reference's), never "unknown".
+    old_faults, new_faults = old_info.get("faults"), new_info.get("faults")
+    if old_faults != new_faults:
+        found.append(
+            f"faults {_show(_fault_spec(old_faults))} (now {_show(_fault_spec(new_faults))})"
+        )
     tasks = _task_difference(old.get("tasks"), new.get("tasks") or [])
     if tasks:
         found.append(tasks)

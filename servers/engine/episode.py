@@ -7,7 +7,6 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,10 @@ from tau_mcp.servers.engine.errors import (
     UnknownDomain,
     UnknownEpisode,
 )
+from tau_mcp.servers.engine.fault_injector import FaultInjector
+from tau_mcp.servers.engine.faults import FaultPlan
 from tau_mcp.servers.engine.ids import check_episode_id
+from tau_mcp.servers.engine.outcome import ToolOutcome
 from tau_mcp.servers.engine.render import parse_output, render_error, render_result
 from tau_mcp.servers.engine.starts import freeze, thaw
 from tau_mcp.servers.engine.tasks import EnvAssertion, EnvFunctionCall, Task, ToolCallRecord
@@ -31,15 +33,13 @@ from tau_mcp.servers.engine.toolkit import Side, Toolkit
 from tau_mcp.servers.engine.variants import Variant
 
 # Attributes that say which episode this is rather than what state it is in.
-_IDENTITY = frozenset({"domain", "id", "task", "lock", "variant", "resources", "tool_cost"})
+_IDENTITY = frozenset(
+    {"domain", "id", "task", "lock", "variant", "resources", "tool_cost", "faults"}
+)
 _SIDE_OF_REQUESTOR = {"assistant": "agent", "agent": "agent", "user": "user"}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    text: str
-    error: bool
-    cost: float = 0.0  # dollars the call's own model calls cost (retrieval embeddings, rerankers)
+__all__ = ["Episode", "EpisodeStore", "ToolOutcome"]
 
 
 class Episode:
@@ -69,6 +69,8 @@ class Episode:
         # calls cost so far; neither is state (see call_context.py).
         self.resources = call_context.Resources()
         self.tool_cost = 0.0
+        # The faults injected into the agent's calls (None: none); not part of the state.
+        self.faults: FaultInjector | None = None
         cacheable = use_start_cache and task is not None and task.initial_state is not None
         if not (cacheable and self._load_start()):
             self._set_up()
@@ -194,6 +196,30 @@ class Episode:
             self.tool_cost += charges.total
             outcome = ToolOutcome(outcome.text, outcome.error, charges.total)
         return outcome
+
+    # --- past states (stale reads) -----------------------------------------------------------
+    def frozen_state(self) -> bytes | None:
+        """The episode's state as it is now, pickled as a cached start is (None when it cannot
+        be): what `call_on_frozen` reads later."""
+        return freeze(self._state(), self._old_state_shared())
+
+    def call_on_frozen(
+        self, frozen: bytes, side: Side, name: str, arguments: dict[str, Any] | None
+    ) -> ToolOutcome:
+        """A call run on a copy of a frozen state; this episode stays as it is."""
+        copy = Episode.__new__(Episode)
+        copy.__dict__.update({k: v for k, v in self.__dict__.items() if k in _IDENTITY})
+        copy.faults = None
+        copy.__dict__.update(thaw(frozen, copy._old_state_shared()))
+        return copy.call(side, name, arguments)
+
+    def _old_state_shared(self) -> dict[str, Any]:
+        """What a frozen state refers to without owning it: a cached start's shared objects and
+        the variant's tools (a retrieval config's index is never copied)."""
+        shared = self._shared_objects()
+        if self.variant is not None and self.variant.tools is not None:
+            shared["variant:tools"] = self.variant.tools
+        return shared
 
     def close(self) -> None:
         """Release what the episode's tools kept for it (e.g. a shell workspace's files)."""
@@ -401,10 +427,12 @@ class EpisodeStore:
         replace: bool = False,
         variant: Variant | None = None,
         task_set: str | None = None,
+        faults: FaultPlan | None = None,
     ) -> Episode:
         """A new episode; `variant` is a resolved `Domain.resolve_variant(...)` (None: no
         variant, every agent tool); `task_set` names the task set of the domain's data the
-        task comes from (None: the domain's own tasks)."""
+        task comes from (None: the domain's own tasks); `faults` the faults its agent calls
+        meet (None or a plan with no rate: none)."""
         domain = self.domain(domain_name)
         task = domain.task(task_id, task_set) if task_id is not None else None
         episode_id = self._new_id() if episode_id is None else check_episode_id(episode_id)
@@ -412,6 +440,8 @@ class EpisodeStore:
         if not replace and key in self._episodes:
             raise EpisodeExists(f"episode '{episode_id}' already exists in '{domain_name}'")
         episode = Episode(domain, episode_id, task, variant=variant)
+        if faults is not None and faults.active:
+            episode.faults = FaultInjector(faults, task.id if task is not None else None)
         ended = []
         with self._lock:
             previous = self._episodes.get(key)
