@@ -8,7 +8,8 @@ import json
 import httpx2
 import pytest
 
-from tau_mcp.harness.backends.retry import IDEMPOTENT, SafeRetryTransport
+from tau_mcp.harness.backends.retry import IDEMPOTENT
+from tau_mcp.harness.backends.sdk_transport import SafeRetryTransport
 
 
 class Flaky(httpx2.AsyncBaseTransport):
