@@ -121,6 +121,7 @@ def head_deadline_protocol(
     refused: bytes,
     timed_out: bytes,
     too_large: bytes,
+    body_received: str,
 ) -> type:
     """uvicorn's httptools protocol class (the llhttp parser, in C) plus what the connection
     policy adds: a cap on open connections (past it, a new one gets the raw `refused` answer
@@ -128,7 +129,8 @@ def head_deadline_protocol(
     `header_timeout` seconds of their first byte, else the raw `timed_out` answer, then close;
     a connection that sends nothing at all is closed after that time too); and a bound on a
     request head's size (past `max_head_bytes` still incomplete, the raw `too_large` answer,
-    then close: llhttp itself has none, where h11 had 16 KiB)."""
+    then close: llhttp itself has none, where h11 had 16 KiB). Once a request's whole body has
+    arrived, its scope gets `body_received: True` (the app's body deadline is then moot)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class HeadDeadlineProtocol(HttpToolsProtocol):
@@ -171,6 +173,7 @@ def head_deadline_protocol(
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
+            self.scope[body_received] = True  # type: ignore[literal-required]
             self._reading_head, self._head_bytes = True, 0
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -296,6 +299,8 @@ async def _check_httptools_protocol() -> str | None:
         "on_response_complete",
         "connection_lost",
     )
+    if "scope" not in vars(protocol):
+        return "HttpToolsProtocol keeps no per-request scope"
     return _missing(HttpToolsProtocol, *methods) or _missing(
         protocol, "connections", "loop", "parser"
     )

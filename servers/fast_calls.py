@@ -14,7 +14,6 @@ list tools never loads it (see `tau_mcp.servers.mcp_apps`).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -24,7 +23,8 @@ from tau_mcp.conversation.tools import COST_META
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode
 from tau_mcp.servers.engine.toolkit import Side
-from tau_mcp.servers.limits import json_utf8
+from tau_mcp.servers.guards import parsed_body
+from tau_mcp.servers.limits import json_utf8, json_utf8_floatless
 from tau_mcp.servers.mcp_calls import call_on_episode
 from tau_mcp.servers.mcp_listing import server_name, tools_list_result
 from tau_mcp.servers.mcp_protocol import MODERN_VERSION, SERVER_INFO_META, VERSION_META
@@ -72,16 +72,16 @@ class FastToolCalls:
             return receive
         method, name_header = plain
         body, tail = await _read_body(receive)
-        replay = _replayer(body, tail, receive)
         if method == b"tools/list":
-            ident = self._parse_listing(body)
+            ident = self._parse_listing(scope, body)
             if ident is None:
-                return replay
-            await _send_json(send, {"jsonrpc": "2.0", "id": ident, "result": self.listing()})
+                return _replayer(body, tail, receive)
+            listing = {"jsonrpc": "2.0", "id": ident, "result": self.listing()}
+            await _send_json(send, listing)
             return None
-        call = self._parse(body, name_header)
+        call = self._parse(scope, body, name_header)
         if call is None:
-            return replay
+            return _replayer(body, tail, receive)
         ident, name, arguments = call
         outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
@@ -97,7 +97,7 @@ class FastToolCalls:
                 "_meta": meta,
             },
         }
-        await _send_json(send, result)
+        await _send_json(send, result, floats=bool(outcome.cost))
         return None
 
     def listing(self) -> dict[str, Any]:
@@ -131,18 +131,18 @@ class FastToolCalls:
             return (method, name) if name is not None else None
         return (method, None) if name is None else None
 
-    def _parse_listing(self, body: bytes) -> Any:
+    def _parse_listing(self, scope: Scope, body: bytes) -> Any:
         """The request id of a plain, unpaged modern tools/list request, else None."""
-        request = _plain_request(body, "tools/list")
+        request = _plain_request(scope, body, "tools/list")
         if request is None or set(request[1]) != {"_meta"}:
             return None
         return request[0]
 
     def _parse(
-        self, body: bytes, name_header: bytes | None
+        self, scope: Scope, body: bytes, name_header: bytes | None
     ) -> tuple[Any, str, dict[str, Any]] | None:
         """(id, tool, arguments) of a plain modern tools/call of a tool this side has."""
-        request = _plain_request(body, "tools/call")
+        request = _plain_request(scope, body, "tools/call")
         if request is None:
             return None
         ident, params = request
@@ -160,11 +160,11 @@ class FastToolCalls:
         return ident, name, arguments
 
 
-def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | None:
+def _plain_request(scope: Scope, body: bytes, method: str) -> tuple[Any, dict[str, Any]] | None:
     """(id, params) of a single JSON-RPC request for `method` in the modern protocol revision
     (its `_meta` names it), else None."""
     try:
-        message = json.loads(body)
+        message = parsed_body(scope, body)
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
@@ -182,9 +182,10 @@ def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | Non
     return ident, params
 
 
-async def _send_json(send: Send, message: dict[str, Any]) -> None:
-    """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out."""
-    payload = json_utf8(message)
+async def _send_json(send: Send, message: dict[str, Any], floats: bool = True) -> None:
+    """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out (`floats`: the
+    message may hold a float, which only `json_utf8` writes as FastMCP does)."""
+    payload = json_utf8(message) if floats else json_utf8_floatless(message)
     headers = [
         (b"content-length", str(len(payload)).encode()),
         (b"content-type", b"application/json"),

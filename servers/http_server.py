@@ -70,6 +70,8 @@ def guarded_protocol(policy: ConnectionPolicy) -> type:
     """uvicorn's httptools protocol plus the request-head deadline and size bound and the
     connection cap (uvicorn is imported only then: programs that only read the defaults above
     stay light)."""
+    from tau_mcp.servers.guards import BODY_RECEIVED
+
     return compat.head_deadline_protocol(
         policy.max_connections,
         policy.header_timeout,
@@ -89,6 +91,7 @@ def guarded_protocol(policy: ConnectionPolicy) -> type:
             "Request Header Fields Too Large",
             f"request head larger than {policy.max_head_bytes} bytes",
         ),
+        body_received=BODY_RECEIVED,
     )
 
 
