@@ -146,25 +146,23 @@ def head_deadline_protocol(
             self._arm_head_timer()
 
         def data_received(self, data: bytes) -> None:
-            if not self._reading_head:
-                super().data_received(data)
-                return
-            self._head_bytes += len(data)
+            if self._reading_head:
+                self._head_bytes += len(data)
             super().data_received(data)
-            if (
-                self._reading_head
-                and self._head_bytes > max_head_bytes
-                and not self.transport.is_closing()
-            ):
+            if not self._reading_head or not self._head_bytes or self.transport.is_closing():
+                return
+            if self._head_bytes > max_head_bytes:
                 self._cancel_head_timer()
                 self.transport.write(too_large)
                 self.transport.close()
+            elif self._head_timer is None:
+                # A head began and is not whole yet: it is timed from now. (A head that comes
+                # whole, as nearly all do, never arms a timer.)
+                self._arm_head_timer()
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._reading_head = True
-            if self._head_timer is None:  # a new request has begun: its head is timed
-                self._arm_head_timer()
 
         def on_headers_complete(self) -> None:
             self._reading_head = False

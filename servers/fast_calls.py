@@ -32,6 +32,7 @@ from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version
 
 DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
+_MODERN = MODERN_VERSION.encode()
 
 
 class FastToolCalls:
@@ -109,24 +110,33 @@ class FastToolCalls:
 
     def _plain_headers(self, scope: Scope) -> tuple[bytes, bytes | None] | None:
         """(method, `Mcp-Name` header) of a plain modern tools/call or tools/list request,
-        else None."""
-        seen: dict[bytes, bytes] = {}
+        else None. (The last of a repeated header counts, as FastMCP reads them.)"""
+        method = name = version = content_type = accept = None
         for key, value in scope.get("headers") or ():
-            if key.startswith(b"mcp-param-") or key == b"mcp-session-id":
-                return None  # parameter headers to check, or a legacy session: FastMCP's job
-            seen[key] = value
-        accept = seen.get(b"accept", b"")
-        method = seen.get(b"mcp-method")
+            if key.startswith(b"mcp-"):
+                if key == b"mcp-method":
+                    method = value
+                elif key == b"mcp-name":
+                    name = value
+                elif key == b"mcp-protocol-version":
+                    version = value
+                elif key.startswith(b"mcp-param-") or key == b"mcp-session-id":
+                    return None  # parameter headers to check, or a legacy session: FastMCP's
+            elif key == b"content-type":
+                content_type = value
+            elif key == b"accept":
+                accept = value
         plain = (
-            seen.get(b"mcp-protocol-version") == MODERN_VERSION.encode()
-            and method in (b"tools/call", b"tools/list")
-            and seen.get(b"content-type", b"").split(b";")[0].strip() == b"application/json"
+            version == _MODERN
+            and (method == b"tools/call" or method == b"tools/list")
+            and content_type is not None
+            and content_type.split(b";")[0].strip() == b"application/json"
+            and accept is not None
             and b"application/json" in accept
             and b"text/event-stream" in accept
         )
         if not plain:
             return None
-        name = seen.get(b"mcp-name")
         if method == b"tools/call":
             return (method, name) if name is not None else None
         return (method, None) if name is None else None

@@ -285,8 +285,7 @@ class JsonBodyGuard:
             if scope.get(BODY_RECEIVED):
                 body, disconnected = await _read_body(receive)
             else:
-                async with asyncio.timeout(self.body_timeout):
-                    body, disconnected = await _read_body(receive)
+                body, disconnected = await _read_body_within(receive, self.body_timeout)
         except TimeoutError:
             await send_error(
                 send,
@@ -314,6 +313,30 @@ class JsonBodyGuard:
                 await send_error(send, scope, 400, problem, code)
                 return
         await self.app(scope, replay_body(body, receive), send)
+
+
+async def _read_body_within(receive: Receive, seconds: float) -> tuple[bytes, bool]:
+    """`_read_body`, given up after `seconds` (TimeoutError). A timer that cancels this task,
+    as `asyncio.timeout` does, at half its cost (half the requests wait here for a body sent
+    after its head)."""
+    task = asyncio.current_task()
+    assert task is not None
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        return await _read_body(receive)
+    except asyncio.CancelledError:
+        if expired and task.uncancel() == 0:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

@@ -138,6 +138,7 @@ def uvicorn_server(
         lifespan="on",
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # nothing here reads the client's address or scheme
         timeout_graceful_shutdown=graceful_timeout,
     )
     return uvicorn.Server(config) if handle_signals else compat.server_keeping_signals(config)
