@@ -15,7 +15,7 @@ alternating, with the load average printed at every round. CPU is read from
 `/proc/PID/task/*/schedstat` (nanoseconds on the CPU, every thread of the process).
 
     python scripts/bench_server.py [--domain airline] [--data-dir DIR] [--episodes 200]
-    python scripts/bench_server.py --reference /tmp/ref-venv/bin/python [--rounds 20] [--round-calls 500]
+    python scripts/bench_server.py --reference /tmp/ref-venv/bin/python [--rounds 20] [--round-calls 500] [--inflight 1]
 """
 
 from __future__ import annotations
@@ -271,42 +271,57 @@ def wait_until_up(port: int, path: str, proc: subprocess.Popen, what: str) -> No
     raise SystemExit(f"{what} did not start within 180 s")
 
 
-class SequentialCaller:
-    """One kept-alive connection, one request at a time: what the server spends per request."""
+class Caller:
+    """Kept-alive connections to one server, each making one request at a time (`inflight`
+    of them at once, on threads): what the server spends per request."""
 
-    def __init__(self, port: int, pid: int, path: str, body: bytes | None, headers: dict) -> None:
+    def __init__(
+        self, port: int, pid: int, path: str, body: bytes | None, headers: dict, inflight: int
+    ) -> None:
         self.port, self.pid, self.path, self.body, self.headers = port, pid, path, body, headers
         self.method = "GET" if body is None else "POST"
-        self.connection = self._connect()
+        self.connections = [self._connect() for _ in range(inflight)]
 
     def _connect(self):
         import http.client
 
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
-    def call(self) -> bytes:
-        self.connection.request(self.method, self.path, body=self.body, headers=self.headers)
-        response = self.connection.getresponse()
+    def call(self, index: int = 0) -> bytes:
+        connection = self.connections[index]
+        connection.request(self.method, self.path, body=self.body, headers=self.headers)
+        response = connection.getresponse()
         data = response.read()
         if response.status != 200:
             raise SystemExit(f"{self.path} answered {response.status}: {data[:300]!r}")
         return data
 
     def reconnect(self) -> None:
-        """A fresh connection (not counted): the reference's server (uvicorn's defaults) closes
-        one idle for 5 s, as it may be while the floor is measured."""
-        self.connection.close()
-        self.connection = self._connect()
-        self.call()
+        """Fresh connections (not counted): the reference's server (uvicorn's defaults) closes
+        one idle for 5 s, as they may be while the other server is measured."""
+        for index, connection in enumerate(self.connections):
+            connection.close()
+            self.connections[index] = self._connect()
+            self.call(index)
 
+    def cpu_per_call_ms(self, calls: int) -> float:
+        """The server's CPU per call over `calls` calls, `inflight` at a time."""
+        from concurrent.futures import ThreadPoolExecutor
 
-def cpu_per_call_ms(caller: SequentialCaller, calls: int) -> float:
-    """The server's CPU per call over `calls` calls in a row, one at a time."""
-    caller.reconnect()
-    before = cpu_ns(caller.pid)
-    for _ in range(calls):
-        caller.call()
-    return (cpu_ns(caller.pid) - before) / 1e6 / calls
+        self.reconnect()
+        share = calls // len(self.connections)
+
+        def run(index: int) -> None:
+            for _ in range(share):
+                self.call(index)
+
+        before = cpu_ns(self.pid)
+        if len(self.connections) == 1:
+            run(0)
+        else:
+            with ThreadPoolExecutor(len(self.connections)) as pool:
+                list(pool.map(run, range(len(self.connections))))
+        return (cpu_ns(self.pid) - before) / 1e6 / (share * len(self.connections))
 
 
 def compare_with_reference(options: argparse.Namespace) -> None:
@@ -346,17 +361,25 @@ def compare_with_reference(options: argparse.Namespace) -> None:
             "mcp-name": name,
         }
         callers = {
-            "reference REST": SequentialCaller(
+            "reference REST": Caller(
                 ref_port,
                 reference.pid,
                 f"/tools/{name}",
                 json.dumps(arguments).encode(),
                 {"content-type": "application/json"},
+                options.inflight,
             ),
-            "tau-server MCP": SequentialCaller(
-                our_port, ours.pid, agent, rpc("tools/call", params, 1), mcp_headers
+            "tau-server MCP": Caller(
+                our_port,
+                ours.pid,
+                agent,
+                rpc("tools/call", params, 1),
+                mcp_headers,
+                options.inflight,
             ),
-            "tau-server GET /health": SequentialCaller(our_port, ours.pid, "/health", None, {}),
+            "tau-server GET /health": Caller(
+                our_port, ours.pid, "/health", None, {}, options.inflight
+            ),
         }
         reference_text = json.loads(callers["reference REST"].call())
         ours_text = json.loads(
@@ -368,16 +391,16 @@ def compare_with_reference(options: argparse.Namespace) -> None:
             for _ in range(300):
                 caller.call()
         print(
-            f"{options.rounds} rounds, each of {options.round_calls} calls in a row to each in "
-            f"turn (the order alternating); server CPU per call (schedstat), "
-            f"{os.cpu_count()} cores:"
+            f"{options.rounds} rounds, each of {options.round_calls} calls ({options.inflight} in "
+            f"flight) to each server in turn (the order alternating); server CPU per call "
+            f"(schedstat), {os.cpu_count()} cores:"
         )
         samples: dict[str, list[float]] = {label: [] for label in callers}
         ratios = []
         for round_ in range(options.rounds):
             load = os.getloadavg()[0]
             order = list(callers) if round_ % 2 == 0 else list(callers)[::-1]
-            got = {label: cpu_per_call_ms(callers[label], options.round_calls) for label in order}
+            got = {label: callers[label].cpu_per_call_ms(options.round_calls) for label in order}
             for label, value in got.items():
                 samples[label].append(value)
             ref_ms, our_ms = got["reference REST"], got["tau-server MCP"]
@@ -427,6 +450,9 @@ def main() -> None:
         help="compare with the reference's REST server, run by this interpreter (tau2 importable)",
     )
     parser.add_argument("--rounds", type=int, default=20, help="--reference: interleaved rounds")
+    parser.add_argument(
+        "--inflight", type=int, default=1, help="--reference: calls in flight to each server"
+    )
     parser.add_argument("--round-calls", type=int, default=500, help="--reference: calls per round")
     options = parser.parse_args()
     if options.reference:
