@@ -63,7 +63,12 @@ def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
     and return the results: `.header` and `.simulations`. Blocks; call it where no event loop
     runs (a notebook's loop: run it in a thread)."""
     try:
-        domain = load_domain(config.domain, config.data_dir, task_set=config.task_set_name)
+        domain = load_domain(
+            config.domain,
+            config.data_dir,
+            task_set=config.task_set_name,
+            domain_paths=config.domain_paths,
+        )
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
     if config.ray is None and config.workers is not None and config.workers != 1:

@@ -11,6 +11,7 @@ everywhere. A bad value is refused as it is built, in one sentence (`ConfigError
 from __future__ import annotations
 
 import difflib
+import os
 import random
 import threading
 from functools import lru_cache
@@ -50,6 +51,19 @@ def split_ids(values: Any) -> list[str] | None:
     items = list(values) if isinstance(values, list | tuple) else [values]
     ids = [part for value in items for part in str(value).replace(",", " ").split() if part]
     return ids or None
+
+
+def parse_domain_paths(raw: Any) -> list[Path] | None:
+    """Pack folders given as a list, or as one os.pathsep-separated text; each must be a
+    folder (None or nothing given is None)."""
+    if raw is None:
+        return None
+    items = list(raw) if isinstance(raw, list | tuple) else str(raw).split(os.pathsep)
+    paths = [Path(str(item)).expanduser() for item in items if str(item).strip()]
+    for path in paths:
+        if not path.is_dir():
+            raise ConfigError(f"domain path {path} is not a folder")
+    return paths or None
 
 
 def parse_workers(raw: Any) -> int | None:
@@ -92,6 +106,9 @@ class RunConfig(BaseModel):
 
     # --- what is run --------------------------------------------------------------------------
     domain: str
+    #: Domain pack folders to look in (`--domain-path`; a list, or one os.pathsep-separated
+    #: text), ahead of $TAU_DOMAIN_PATH's; installed packs need none (docs/own-domain.md).
+    domain_paths: list[Path] | None = None
     #: The benchmark data folder (None: $TAU2_DATA_DIR, else the bundled demo data's domains).
     data_dir: Path | None = None
     #: A named task set of the domain's data (`--task-set-name`; None: the domain's own tasks).
@@ -166,6 +183,18 @@ class RunConfig(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> list[str] | None:
         return split_ids(value)
+
+    @field_validator("domain", mode="before")
+    @classmethod
+    def _domain(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str) and not value.strip():
+            raise ValueError("the run needs a domain's name (`tau-harness domains` lists them)")
+        return value
+
+    @field_validator("domain_paths", mode="before")
+    @classmethod
+    def _domain_paths(cls, value: Any) -> list[Path] | None:
+        return parse_domain_paths(value)
 
     @field_validator("workers", mode="before")
     @classmethod

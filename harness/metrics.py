@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-INFRA = "infrastructure_error"
+from tau_mcp.harness.results import INFRA, SimulationRecord
+
+__all__ = ["INFRA", "Summary", "is_success", "pass_hat_k", "summarize"]
 
 
 def is_success(reward: float | None) -> bool:
@@ -58,43 +61,40 @@ class Summary:
         }
 
 
-def _reward(sim: dict) -> float:
-    info = sim.get("reward_info") or {}
-    return float(info.get("reward") or 0.0)
-
-
-def summarize(simulations: list[dict]) -> Summary:
-    """Infrastructure failures are counted but kept out of every other figure."""
-    summary = Summary(
-        infra_errors=sum(1 for s in simulations if s.get("termination_reason") == INFRA)
-    )
-    sims = [s for s in simulations if s.get("termination_reason") != INFRA]
+def summarize(simulations: Sequence[SimulationRecord | dict[str, Any]]) -> Summary:
+    """Infrastructure failures are counted but kept out of every other figure. Simulations are
+    records, or dicts as a results file holds them (checked by `load_results`)."""
+    every = [
+        s if isinstance(s, SimulationRecord) else SimulationRecord.trusted(s) for s in simulations
+    ]
+    summary = Summary(infra_errors=sum(1 for r in every if r.infrastructure_error))
+    sims = [r for r in every if not r.infrastructure_error]
     if not sims:
         return summary
     summary.simulations = len(sims)
     by_task: dict[str, list[bool]] = defaultdict(list)
     for sim in sims:
-        by_task[str(sim["task_id"])].append(is_success(_reward(sim)))
-        reason = str(sim.get("termination_reason"))
+        by_task[str(sim.task_id)].append(is_success(sim.reward or 0.0))
+        reason = str(sim.termination_reason)
         summary.terminations[reason] = summary.terminations.get(reason, 0) + 1
-        db = (sim.get("reward_info") or {}).get("db_check")
+        db = (sim.reward_info or {}).get("db_check")
         if db is not None:
             summary.db_checked += 1
             summary.db_matches += bool(db.get("db_match"))
-        for message in sim.get("messages") or []:
+        for message in sim.messages or []:
             usage = message.get("usage") or {}
             summary.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             summary.completion_tokens += int(usage.get("completion_tokens") or 0)
     summary.tasks = len(by_task)
-    summary.avg_reward = sum(_reward(s) for s in sims) / len(sims)
+    summary.avg_reward = sum(float(s.reward or 0.0) for s in sims) / len(sims)
     max_k = min(len(v) for v in by_task.values())
     for k in range(1, max_k + 1):
         summary.pass_hat[k] = sum(pass_hat_k(len(v), sum(v), k) for v in by_task.values()) / len(
             by_task
         )
-    agent_costs = [s["agent_cost"] for s in sims if s.get("agent_cost") is not None]
-    user_costs = [s["user_cost"] for s in sims if s.get("user_cost") is not None]
+    agent_costs = [s.agent_cost for s in sims if s.agent_cost is not None]
+    user_costs = [s.user_cost for s in sims if s.user_cost is not None]
     summary.avg_agent_cost = sum(agent_costs) / len(agent_costs) if agent_costs else None
     summary.avg_user_cost = sum(user_costs) / len(user_costs) if user_costs else None
-    summary.avg_duration = sum(float(s.get("duration") or 0.0) for s in sims) / len(sims)
+    summary.avg_duration = sum(float(s.duration or 0.0) for s in sims) / len(sims)
     return summary

@@ -23,6 +23,7 @@ from tau_mcp.servers.engine.tasks import Task
 
 if TYPE_CHECKING:  # grading.review is imported when a review is made, not by every run
     from tau_mcp.grading.review import ReviewInputs, ReviewTexts
+    from tau_mcp.harness.results import SimulationRecord
 
 REVIEWED_NAME = "results_reviewed.json"
 MODEL_HINT = "; or pass --review-llm MODEL"
@@ -82,13 +83,14 @@ class Reviewer:
         reference's auto-review gives the reviewer in every domain."""
         return self.prompts.data_file(user_guidelines_path(self.prompts, False))
 
-    async def attach(self, task: Task, sim: dict[str, Any], policy: str) -> None:
+    async def attach(self, task: Task, record: SimulationRecord, policy: str) -> None:
         """Review a finished simulation record and set its review fields; a failed model call
         raises (the simulation attempt fails with it, as in the reference)."""
         from tau_mcp.grading.review import ReviewInputs
 
-        inputs = ReviewInputs(task, sim["messages"], self.plain_guidelines(), policy)
-        sim.update(await self.review(inputs))
+        inputs = ReviewInputs(task, record.messages or [], self.plain_guidelines(), policy)
+        for name, value in (await self.review(inputs)).items():
+            setattr(record, name, value)
 
 
 # --- tau-harness review FILE --------------------------------------------------------------------

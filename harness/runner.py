@@ -15,10 +15,15 @@ from typing import Any, Protocol
 
 from tau_mcp.harness.config import RunConfig, trial_seeds
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.metrics import INFRA
-from tau_mcp.harness.results import ResultsFile, check_tasks, load_results
-from tau_mcp.harness.results_lock import results_lock
-from tau_mcp.harness.resume_check import check_no_orphan_journal, check_resumable
+from tau_mcp.harness.results import (
+    ResultsFile,
+    SimulationRecord,
+    check_tasks,
+    load_results,
+    records,
+    results_lock,
+)
+from tau_mcp.harness.results.resume import check_no_orphan_journal, check_resumable
 from tau_mcp.harness.simulate import SimulationRunner, TaskSelection
 from tau_mcp.harness.task_group import gather_or_cancel
 from tau_mcp.servers.engine.tasks import Task
@@ -29,11 +34,12 @@ __all__ = ["Runner", "SimulationExecutor", "keep_finished"]
 class SimulationExecutor(Protocol):
     """Where a batch's simulations run. `running()` is entered once around the batch (workers
     started, a server hosted...); `simulate` returns the simulation's record: graded, or an
-    infrastructure-error record after the same retries a local run makes."""
+    infrastructure-error record after the same retries a local run makes (an executor
+    elsewhere sends the record's `layout()` and rebuilds it with `SimulationRecord.trusted`)."""
 
     def running(self) -> AbstractAsyncContextManager[Any]: ...
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]: ...
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord: ...
 
 
 class Runner:
@@ -57,17 +63,18 @@ class Runner:
 
     async def run(
         self,
-        on_done: Callable[[dict[str, Any]], None] | None = None,
+        on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> ResultsFile:
-        """Run every missing simulation, holding the results file's lock throughout."""
+        """Run every missing simulation, holding the results file's lock throughout;
+        `on_done` sees each record as it is saved."""
         with results_lock(self.config.save_to):
             check_no_orphan_journal(self.config.save_to)
             return await self._run_locked(on_done, on_start)
 
     async def _run_locked(
         self,
-        on_done: Callable[[dict[str, Any]], None] | None = None,
+        on_done: Callable[[SimulationRecord], None] | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> ResultsFile:
         config, simulations = self.config, self.simulations
@@ -77,7 +84,7 @@ class Runner:
         info = simulations.info()
         filtered = self.selection.header(config.agent)
         if filtered is not None:
-            info["filtered_tasks"] = filtered
+            info.filtered_tasks = filtered
         results = ResultsFile(
             config.save_to, info, [t.model_dump(mode="json", exclude_none=True) for t in tasks]
         )
@@ -133,10 +140,10 @@ def keep_finished(
     check_tasks(path, previous, task_ids)
     check_resumable(path, previous, results.header)
     done = set()
-    for sim in previous["simulations"]:
-        if sim.get("termination_reason") == INFRA:
+    for sim, record in zip(previous["simulations"], records(previous), strict=True):
+        if record.infrastructure_error:
             continue
         # load_results leaves one result per (task, trial): different copies are refused
-        done.add((str(sim.get("task_id")), int(sim.get("trial") or 0)))
-        results.add(sim, save=False)
+        done.add((str(record.task_id), int(record.trial or 0)))
+        results.add(sim, save=False)  # as the file holds it, byte for byte
     return done

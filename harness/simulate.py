@@ -15,13 +15,12 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tau_mcp.conversation.messages import dump_message, history_messages, now
+from tau_mcp.conversation.messages import dump_message, history_messages
 from tau_mcp.conversation.reference_prompts import compose_policy, user_guidelines_path
 from tau_mcp.conversation.reference_texts import reference_texts
 from tau_mcp.grading import Grader
@@ -31,13 +30,19 @@ from tau_mcp.harness.agents.stop_tool import solo_stop_tool
 from tau_mcp.harness.backends import EpisodeBackend, EpisodeOptions, EpisodeRef, ToolInfo
 from tau_mcp.harness.config import RunConfig, select_tasks
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.orchestrator import GREETING, Limits, Orchestrator
 from tau_mcp.harness.prompt_sets import (
     first_agent_message,
     prompt_set_info,
     user_tools_for,
     with_llm_defaults,
+)
+from tau_mcp.harness.results import (
+    AgentInfo,
+    EnvironmentInfo,
+    RunInfo,
+    SimulationRecord,
+    UserInfo,
 )
 from tau_mcp.harness.review import Reviewer
 from tau_mcp.servers.engine.data import user_guidelines
@@ -86,40 +91,13 @@ def _installed_commit() -> str:
     return commit if isinstance(commit, str) and commit else "unknown"
 
 
-def infrastructure_record(
-    task_id: str, trial: int, seed: int, error: str, attempts: int
-) -> dict[str, Any]:
-    """The record of a simulation that failed for infrastructure reasons after every retry;
-    it is never scored, and a resumed run tries it again. A key the error echoes (some
-    providers do) is redacted here, so no copy of the record holds it."""
-    error = redaction.redact_text(error)
-    stamp = now()
-    return {
-        "id": str(uuid.uuid4()),
-        "task_id": task_id,
-        "timestamp": stamp,
-        "start_time": stamp,
-        "end_time": stamp,
-        "duration": 0.0,
-        "termination_reason": INFRA,
-        "agent_cost": None,
-        "user_cost": None,
-        "reward_info": None,
-        "messages": [],
-        "trial": trial,
-        "seed": seed,
-        "mode": "half_duplex",
-        "info": {"error": error, "attempts": attempts},
-    }
-
-
 async def with_retries(
-    attempt: Callable[[], Awaitable[dict[str, Any]]],
+    attempt: Callable[[], Awaitable[SimulationRecord]],
     config: RunConfig,
     task: Task,
     trial: int,
     seed: int,
-) -> dict[str, Any]:
+) -> SimulationRecord:
     """One simulation's attempts under the run's retry rule: configuration and engine errors
     stop the run, anything else is retried (`max_retries`, `retry_delay`) and, once retries run
     out, recorded as an infrastructure error."""
@@ -128,14 +106,16 @@ async def with_retries(
         if number:
             await asyncio.sleep(config.retry_delay)
         try:
-            sim = await attempt()
-            sim["info"]["attempts"] = number + 1
-            return sim
+            record = await attempt()
+            record.info["attempts"] = number + 1
+            return record
         except (ConfigError, EngineError):
             raise
         except Exception as exc:  # noqa: BLE001 - anything else is retried, then recorded
             last_error = f"{type(exc).__name__}: {exc}"
-    return infrastructure_record(task.id, trial, seed, last_error, config.max_retries + 1)
+    return SimulationRecord.infrastructure_failure(
+        task.id, trial, seed, last_error, config.max_retries + 1
+    )
 
 
 @dataclass(frozen=True)
@@ -272,50 +252,48 @@ class SimulationRunner:
         return TaskSelection(kept, len(chosen), filtered)
 
     # --- what a results file says about the run ---------------------------------------------
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RunInfo:
+        """The results header's `info` for this run."""
         c = self.config
-        info = {
-            "git_commit": _git_commit(),
-            "num_trials": c.num_trials,
-            "max_steps": c.max_steps,
-            "max_errors": c.max_errors,
-            "timeout": c.timeout,
-            "user_info": {
-                "implementation": c.user,
-                "llm": c.user_llm,
-                "llm_args": c.user_llm_args or None,
-                "global_simulation_guidelines": self._guidelines,
-            },
-            "agent_info": {
-                "implementation": c.agent,
-                "llm": c.agent_llm,
-                "llm_args": c.agent_llm_args or None,
-            },
-            "environment_info": {
-                "domain_name": self.domain.name,
-                "policy": TASK_POLICY if self._policy_per_task() else self.policy,
-                "tool_defs": None,
-            },
-            "seed": c.seed,
-            "judge_llm": self.grader.judge.model if self.grader.judge else None,
-            "judge_llm_args": self.grader.judge.llm_args if self.grader.judge else None,
-            "enforce_communication_protocol": c.enforce_protocol,
-            "prompt_set": prompt_set_info(self.texts),
-            "retrieval_config": self.variant.name if self.variant is not None else None,
-            "retrieval_config_kwargs": dict(self.variant.kwargs) or None
+        optional: dict[str, Any] = {}
+        if self.reviewer:
+            optional["review"] = {"mode": self.reviewer.mode, "model": self.reviewer.model}
+        if c.preset is not None:
+            optional["preset"] = c.preset
+        if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
+            optional["task_set_name"] = self.domain.task_set
+        judge = self.grader.judge
+        return RunInfo.model_construct(
+            git_commit=_git_commit(),
+            num_trials=c.num_trials,
+            max_steps=c.max_steps,
+            max_errors=c.max_errors,
+            timeout=c.timeout,
+            user_info=UserInfo.model_construct(
+                implementation=c.user,
+                llm=c.user_llm,
+                llm_args=c.user_llm_args or None,
+                global_simulation_guidelines=self._guidelines,
+            ),
+            agent_info=AgentInfo.model_construct(
+                implementation=c.agent, llm=c.agent_llm, llm_args=c.agent_llm_args or None
+            ),
+            environment_info=EnvironmentInfo.model_construct(
+                domain_name=self.domain.name,
+                policy=TASK_POLICY if self._policy_per_task() else self.policy,
+                tool_defs=None,
+            ),
+            seed=c.seed,
+            judge_llm=judge.model if judge else None,
+            judge_llm_args=judge.llm_args if judge else None,
+            enforce_communication_protocol=c.enforce_protocol,
+            prompt_set=prompt_set_info(self.texts),
+            retrieval_config=self.variant.name if self.variant is not None else None,
+            retrieval_config_kwargs=dict(self.variant.kwargs) or None
             if self.variant is not None
             else None,
-            **(
-                {"review": {"mode": self.reviewer.mode, "model": self.reviewer.model}}
-                if self.reviewer
-                else {}
-            ),
-        }
-        if c.preset is not None:
-            info["preset"] = c.preset
-        if self.domain.task_set is not None:  # `--task-set-name`: evaluate rebuilds with it
-            info["task_set_name"] = self.domain.task_set
-        return info
+            **optional,
+        )
 
     def _policy_per_task(self) -> bool:
         """Whether the agent's policy depends on the task (banking's golden_retrieval)."""
@@ -344,8 +322,12 @@ class SimulationRunner:
 
     def infrastructure_record(
         self, task_id: str, trial: int, seed: int, error: str
-    ) -> dict[str, Any]:
-        return infrastructure_record(task_id, trial, seed, error, self.config.max_retries + 1)
+    ) -> SimulationRecord:
+        """A simulation that failed outside this process's attempts (a worker lost, a served
+        simulation stopped), after the run's retries."""
+        return SimulationRecord.infrastructure_failure(
+            task_id, trial, seed, error, self.config.max_retries + 1
+        )
 
     # --- as the local executor --------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -353,14 +335,14 @@ class SimulationRunner:
         """Simulations run in this process: nothing to start or stop."""
         yield
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         """Run, grade and clean up one simulation; retry infrastructure failures."""
         return await with_retries(
             lambda: self.attempt(task, trial, seed), self.config, task, trial, seed
         )
 
     # --- one attempt ------------------------------------------------------------------------
-    async def attempt(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def attempt(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         """One try at the simulation, no retry: any failure propagates."""
         ref = await self.backend.create_episode(self.domain.name, task.id, self.episode_options)
         sessions: list = []
@@ -376,9 +358,26 @@ class SimulationRunner:
             for session in sessions:
                 await session.close()
             await self._forget(ref)
-        record = self._record(task, trial, seed, conversation, reward_info, ref)
+        record = SimulationRecord.finished(
+            task_id=task.id,
+            trial=trial,
+            seed=seed,
+            messages=[dump_message(m) for m in conversation.messages],
+            termination_reason=conversation.termination.value,
+            start_time=conversation.start_time,
+            end_time=conversation.end_time,
+            duration=conversation.duration,
+            reward_info=reward_info,
+            info={
+                "episode_id": ref.episode_id,
+                "steps": conversation.steps,
+                "tool_errors": conversation.tool_errors,
+                "history_length": conversation.history_length,
+            },
+            tool_costs=conversation.tool_costs,
+        )
         if self._policy_per_task():
-            record["policy"] = self.policy_for(task)
+            record.policy = self.policy_for(task)
         if self.reviewer is not None:  # after grading, before saving, as the reference does
             await self.reviewer.attach(task, record, self.policy_for(task))
         return record
@@ -453,39 +452,3 @@ class SimulationRunner:
             return self.user_factory(context)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-
-    def _record(self, task, trial, seed, conversation, reward_info, ref) -> dict[str, Any]:
-        messages = [dump_message(m) for m in conversation.messages]
-        agent_costs = [
-            m["cost"] for m in messages if m["role"] == "assistant" and m.get("cost") is not None
-        ]
-        user_costs = [
-            m["cost"] for m in messages if m["role"] == "user" and m.get("cost") is not None
-        ]
-        # A tool's own model calls (retrieval embeddings, rerankers) count with the side that
-        # called it; `info.tool_cost` shows that part.
-        agent_costs += [c for who, c in conversation.tool_costs.items() if who != "user"]
-        user_costs += [c for who, c in conversation.tool_costs.items() if who == "user"]
-        return {
-            "id": str(uuid.uuid4()),
-            "task_id": task.id,
-            "timestamp": conversation.end_time,
-            "start_time": conversation.start_time,
-            "end_time": conversation.end_time,
-            "duration": conversation.duration,
-            "termination_reason": conversation.termination.value,
-            "agent_cost": sum(agent_costs) if agent_costs else None,
-            "user_cost": sum(user_costs) if user_costs else None,
-            "reward_info": reward_info,
-            "messages": messages,
-            "trial": trial,
-            "seed": seed,
-            "mode": "half_duplex",
-            "info": {
-                "episode_id": ref.episode_id,
-                "steps": conversation.steps,
-                "tool_errors": conversation.tool_errors,
-                "history_length": conversation.history_length,
-                **({"tool_cost": dict(conversation.tool_costs)} if conversation.tool_costs else {}),
-            },
-        }

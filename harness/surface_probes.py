@@ -83,7 +83,7 @@ async def captured_participant(
         try:
             await asyncio.wait({built, run}, return_when=asyncio.FIRST_COMPLETED)
             if not built.done():
-                info = (run.result().get("info") or {}) if run.done() else {}
+                info = (run.result().info or {}) if run.done() else {}
                 raise RuntimeError(f"no {seat} was built: {info.get('error', 'the run ended')}")
             return built.result()
         finally:

@@ -7,7 +7,10 @@ verifiers and Inspect integrations all start here, so a URL means the same thing
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -18,22 +21,29 @@ from tau_mcp.servers.engine.domain import Domain
 
 Readiness = Literal["load", "warm", "lazy"]
 
+log = logging.getLogger("tau_mcp.domains")
+
 
 def load_domain(
     name: str,
     data_dir: str | Path | None,
     ready: Readiness = "load",
     task_set: str | None = None,
+    domain_paths: Iterable[str | os.PathLike] | None = None,
 ) -> Domain:
     """One domain bound to a data folder (and to a named task set of it, `--task-set-name`:
-    None is the domain's own tasks). `load` reads its databases and tasks now (bad data
-    fails at once; canonical forms wait for the first grading, so start-up reaches work
-    sooner); `warm` builds everything now (a long-lived process that grades a lot); `lazy`
-    reads nothing yet."""
-    from tau_mcp.servers.domains.registry import load_domains
+    None is the domain's own tasks), found among tau-mcp's domains and the installed packs,
+    or in the pack folders `domain_paths` (`--domain-path`) and `$TAU_DOMAIN_PATH` name.
+    `load` reads its databases and tasks now (bad data fails at once; canonical forms wait
+    for the first grading, so start-up reaches work sooner); `warm` builds everything now (a
+    long-lived process that grades a lot); `lazy` reads nothing yet."""
+    from tau_mcp.servers.domains import registry
 
+    registry.add_domain_paths(domain_paths or ())
+    for refused in registry.refusals(name):  # a pack named like one of ours: say so
+        log.warning("warning: %s", refused)
     with collector.paused():  # the domain's data lives as long as the process
-        domain = load_domains([name], data_dir, task_set)[name]
+        domain = registry.load_domains([name], data_dir, task_set)[name]
         if ready == "load":
             domain.load()
         elif ready == "warm":
@@ -45,14 +55,21 @@ _shared: dict[tuple[str, str, str | None], Domain] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_domain(name: str, data_dir: str | Path | None, task_set: str | None = None) -> Domain:
+def shared_domain(
+    name: str,
+    data_dir: str | Path | None,
+    task_set: str | None = None,
+    domain_paths: Iterable[str | os.PathLike] | None = None,
+) -> Domain:
     """A warm domain (bound to `task_set`, if named) loaded once per process and shared by
     every environment or task that asks for it (its data is read-only)."""
     key = (name, str(data_dir or ""), task_set)
     with _shared_lock:
         domain = _shared.get(key)
         if domain is None:
-            domain = _shared[key] = load_domain(name, data_dir, ready="warm", task_set=task_set)
+            domain = _shared[key] = load_domain(
+                name, data_dir, ready="warm", task_set=task_set, domain_paths=domain_paths
+            )
         return domain
 
 

@@ -22,7 +22,7 @@ from tau_mcp.harness.config import RunConfig  # noqa: E402
 from tau_mcp.harness.metrics import summarize  # noqa: E402
 from tau_mcp.harness.runner import Runner  # noqa: E402
 from tau_mcp.harness.simulate import SimulationRunner  # noqa: E402
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES, load_domains  # noqa: E402
+from tau_mcp.servers.domains.registry import domain_names, load_domains  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "tau2-data"
 
@@ -80,7 +80,7 @@ def main() -> int:
         "--data-dir", type=Path, default=Path(os.environ.get("TAU2_DATA_DIR", DEFAULT_DATA))
     )
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--domains", default=",".join(DOMAIN_NAMES))
+    parser.add_argument("--domains", default=",".join(domain_names()))
     args = parser.parse_args()
     names = [n for n in args.domains.split(",") if n]
     return asyncio.run(bench(args.data_dir, names, args.concurrency))

@@ -19,7 +19,7 @@ from tau_mcp.servers.cli_help import PlainFlagsGroup
 from tau_mcp.servers.engine.data import ENV_VAR as DATA_ENV
 from tau_mcp.servers.engine.data import resolve_data_dir
 from tau_mcp.servers.engine.domain import Domain
-from tau_mcp.servers.engine.errors import EngineError
+from tau_mcp.servers.engine.errors import DataError, DomainPackError, EngineError
 from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,
@@ -79,13 +79,34 @@ DataDirOpt = Annotated[
     typer.Option("--data-dir", help=f"Data folder in the reference layout (default: ${DATA_ENV})."),
 ]
 SideOpt = Annotated[str, typer.Option("--side", help="Which tools to expose: agent or user.")]
+DomainPathOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--domain-path",
+        metavar="DIR",
+        exists=True,
+        file_okay=False,
+        help="A domain pack's folder, or a folder of packs, to find domains in (repeatable; "
+        "also $TAU_DOMAIN_PATH). Installed packs need none.",
+    ),
+]
+
+
+def use_domain_paths(paths: list[Path] | None) -> None:
+    """`--domain-path`: the pack folders, ahead of $TAU_DOMAIN_PATH's (and for the processes
+    this one starts)."""
+    if paths:
+        from tau_mcp.servers.domains.registry import add_domain_paths
+
+        add_domain_paths(paths)
+
+
 RetrievalConfigOpt = Annotated[
     str | None,
     typer.Option(
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config of episodes that name none (default: "
-        "the reference's, alltools, which needs an OpenAI key and a sandbox; offline: "
-        "no_knowledge, full_kb, golden_retrieval, bm25, bm25_grep, grep_only).",
+        help="For a domain with retrieval configs: the config of episodes that name none "
+        "(default: the domain's own; `tau-harness domain NAME` lists its configs).",
     ),
 ]
 RetrievalKwargsOpt = Annotated[
@@ -111,8 +132,8 @@ def check_retrieval_config(
     with_configs = [d for d in domains.values() if d.variants is not None]
     if not with_configs:
         raise VariantError(
-            "--retrieval-config applies to domains with retrieval configs (banking_knowledge), "
-            f"and none is served here ({', '.join(domains)})"
+            "--retrieval-config applies to domains with retrieval configs, and none is served "
+            f"here ({', '.join(domains)})"
         )
     for domain in with_configs:
         domain.resolve_variant(config, kwargs)
@@ -136,20 +157,30 @@ def _check_side(side: str) -> str:
 
 
 def serving_domains(names: str | None, data_dir: str | None) -> dict[str, Domain]:
-    """The domains to serve. Named domains must all load; by default every domain folder found
-    is served, and one whose code fails to load is skipped with a warning."""
-    from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, has_data, load_domains
+    """The domains to serve. Named domains must all load; by default every domain whose data
+    is found is served, tau-mcp's and the packs' alike, and a pack that is refused or fails to
+    load is skipped with a warning."""
+    from tau_mcp.servers.domains import registry
 
     if names:
         wanted = [n.strip() for n in names.split(",") if n.strip()]
-        return load_domains(wanted, data_dir)
+        for name in wanted:
+            for refused in registry.refusals(name):
+                log.warning("%s", refused)
+        return registry.load_domains(wanted, data_dir)
     folder = resolve_data_dir(data_dir)
+    for problem in registry.problems():
+        log.warning("%s", problem)
     domains: dict[str, Domain] = {}
-    for name in DOMAIN_NAMES:
-        if not has_data(name, folder):
-            continue
+    for name in registry.domain_names():
         try:
-            domains[name] = Domain(domain_spec(name), folder)
+            spec = registry.domain_spec(name)
+            if spec.folder(folder).is_dir():
+                domains[name] = Domain(spec, folder)
+        except DomainPackError as exc:
+            log.warning("skipping domain %s: %s", name, exc)
+        except DataError:
+            continue  # its data is elsewhere and not set up here (an unset variable)
         except Exception as exc:  # noqa: BLE001 - one broken domain must not stop the others
             log.warning("skipping domain %s: %s: %s", name, type(exc).__name__, exc)
     if not domains:
@@ -184,8 +215,10 @@ def serve(
     max_connections: MaxConnectionsOpt = DEFAULTS["max_connections"],
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    domain_path: DomainPathOpt = None,
 ) -> None:
     """Serve the domains' episodes and MCP endpoints over HTTP."""
+    use_domain_paths(domain_path)
     from tau_mcp.servers.app import ServerSettings, TauServer
     from tau_mcp.servers.http_options import http_settings
     from tau_mcp.servers.http_server import BindError, bind_socket
@@ -269,8 +302,10 @@ def stdio(
     data_dir: DataDirOpt = None,
     retrieval_config: RetrievalConfigOpt = None,
     retrieval_config_kwargs: RetrievalKwargsOpt = None,
+    domain_path: DomainPathOpt = None,
 ) -> None:
     """Serve one episode over stdio (stdout carries only JSON-RPC)."""
+    use_domain_paths(domain_path)
     from tau_mcp.servers.engine.variants import parse_kwargs
     from tau_mcp.servers.stdio import run_stdio
 
@@ -321,8 +356,10 @@ def claude_config(
     task_id: str | None = None,
     data_dir: str | None = None,
     token: str | None = None,
+    domain_paths: list[Path] | None = None,
 ) -> tuple[str, dict, list[str]]:
-    """(server name, mcpServers entry, `claude mcp add` argv) for one domain side."""
+    """(server name, mcpServers entry, `claude mcp add` argv) for one domain side; a stdio
+    server is launched with the pack folders given (`--domain-path`), by their full paths."""
     name = f"tau2-{domain}-{side}"
     if http:
         url = _mcp_url(http, domain, side)
@@ -338,6 +375,8 @@ def claude_config(
     folder = data_dir or os.environ.get(DATA_ENV)
     if folder:
         args += ["--data-dir", str(Path(folder).expanduser().resolve())]
+    for path in domain_paths or ():
+        args += ["--domain-path", str(Path(path).expanduser().resolve())]
     # Desktop apps do not inherit the shell's PATH: name the executable by its full path.
     executable = shutil.which("tau-server") or "tau-server"
     return (
@@ -371,13 +410,20 @@ def config_claude(
     json_only: Annotated[
         bool, typer.Option("--json-only", help="Print only the JSON snippet.")
     ] = False,
+    domain_path: DomainPathOpt = None,
 ) -> None:
     """Print the `mcpServers` entry for Claude Desktop / Claude Code, and the `claude mcp add` line."""
     _check_side(side)
     if http and stdio_:
         _fail("choose either --http URL or --stdio")
     name, entry, command = claude_config(
-        domain, side, http, task_id, data_dir, token_from_env(token) if http else None
+        domain,
+        side,
+        http,
+        task_id,
+        data_dir,
+        token_from_env(token) if http else None,
+        None if http else domain_path,
     )
     typer.echo(json.dumps({"mcpServers": {name: entry}}, indent=2))
     if not json_only:

@@ -293,7 +293,8 @@ def test_an_unknown_domain_is_one_sentence():
     result = _invoke("domain", "check", "nosuch", "--data-dir", str(DEMO_DIR))
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        f"error: unknown domain 'nosuch' (known: {', '.join(registry.DOMAIN_NAMES)})"
+        f"error: unknown domain 'nosuch' (known: {', '.join(registry.domain_names())}; a pack "
+        "that is not installed is found with --domain-path DIR or $TAU_DOMAIN_PATH)"
     ]
 
 

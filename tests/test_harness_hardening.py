@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from tau_mcp.harness.agents import OracleAgent
 from tau_mcp.harness.cli import app
 from tau_mcp.harness.results import ResultsFile, atomic_write, journal_path, load_results
-from tau_mcp.harness.results_lock import ResultsLocked, lock_path, results_lock
-from tau_mcp.harness.resume_check import differences
+from tau_mcp.harness.results.lock import ResultsLocked, lock_path, results_lock
+from tau_mcp.harness.results.resume import differences
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from tau_mcp.harness.cli import app
 from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.results import journal_path, load_results
-from tau_mcp.harness.results_lock import lock_path
+from tau_mcp.harness.results.lock import lock_path
 from tests.support.data import DATA_DIR, DEMO_DIR, ROOT
 from tests.support.fake_llm_server import FakeLLMServer, call, text
 from tests.support.harness import load

@@ -133,10 +133,10 @@ def test_one_parameterised_task_and_an_alias_per_registry_domain() -> None:
     from inspect_ai._util.registry import registry_info
 
     from tau_mcp.harness.integrations import inspect_tasks
-    from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+    from tau_mcp.servers.domains.registry import domain_names
 
-    assert set(inspect_tasks.DOMAIN_TASKS) == set(DOMAIN_NAMES)
-    for name in DOMAIN_NAMES:
+    assert set(inspect_tasks.DOMAIN_TASKS) == set(domain_names())
+    for name in domain_names():
         alias = getattr(inspect_tasks, f"tau_mcp_{name}")
         assert registry_info(alias).name.endswith(f"tau_mcp_{name}")
     alias = inspect_tasks.tau_mcp_mock(task_ids="create_task_1", data_dir=str(DATA_DIR))

@@ -34,17 +34,25 @@ CODE = ("servers", "conversation", "grading", "simulator", "harness")
 NOT_SHIPPED = ("tests/", "scripts/", "docs/", "data/", ".ci/")
 
 
+_SCRATCH = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+)
+
+
+def _not_source(folder: str, names: list[str]) -> set[str]:
+    """What a checkout holds besides its source: caches and build output anywhere, and the
+    checkout's own `results/` folder (runs' output; `harness/results/` is code)."""
+    skipped = set(_SCRATCH(folder, names))
+    if Path(folder) == ROOT and "results" in names:
+        skipped.add("results")
+    return skipped
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "src"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "results", ".*_cache"
-        ),
-    )
+    shutil.copytree(ROOT, source, ignore=_not_source)
     built = subprocess.run(
         [
             sys.executable,

@@ -52,7 +52,7 @@ def test_builtin_presets_set_the_documented_options(name):
     preset = presets.load(name)
     assert preset.builtin and preset.options == DOCUMENTED[name]
     docs = (ROOT / "docs" / "leaderboard.md").read_text()
-    for flag, value in presets.describe(preset):
+    for _, flag, value in presets.describe(preset, _run_flags()):
         assert f"`{flag} {value}`" in docs, (name, flag, value)
 
 
@@ -63,6 +63,14 @@ def test_the_preset_files_ship_with_the_package():
     assert {"tau2-leaderboard.toml", "aa-banking.toml"} <= shipped
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"*.toml"' in pyproject  # package data of every harness package
+
+
+def _run_flags() -> dict[str, str]:
+    import typer
+
+    from tau_mcp.harness.cli import app
+
+    return presets.run_flags(typer.main.get_command(app).commands["run"].params)
 
 
 def _run_params() -> set[str]:
@@ -167,3 +175,21 @@ def test_preset_errors_are_one_sentence(tmp_path, monkeypatch):
         result = invoke("run", *args)
         assert result.exit_code == 1, (args, result.output)
         assert message in result.output and result.output.count("\n") == 1, result.output
+
+
+def test_a_preset_option_is_shown_with_its_real_flag(tmp_path):
+    """`retrieval_kwargs` is typed `--retrieval-config-kwargs` (the reference's spelling): a
+    preset's options are shown with the flags `run` really has."""
+    import typer
+
+    from tau_mcp.harness.cli import app
+
+    flags = presets.run_flags(typer.main.get_command(app).commands["run"].params)
+    assert flags["retrieval_kwargs"] == "--retrieval-config-kwargs"
+    preset = presets.Preset("x", "", {"retrieval_kwargs": {"top_k": 3}, "num_trials": 2}, tmp_path)
+    assert presets.describe(preset, flags) == [
+        ("retrieval_kwargs", "--retrieval-config-kwargs", '{"top_k": 3}'),
+        ("num_trials", "--num-trials", "2"),
+    ]
+    shown = invoke("presets", "--help")  # the listing command still loads
+    assert shown.exit_code == 0

@@ -40,7 +40,7 @@ async def test_demo_data_runs_on_our_own_prompts_and_defaults(fake: FakeLLMServe
         runner = SimulationRunner(backend, domain, config)
         (sim,) = (await Runner(runner).run()).simulations
     assert sim["termination_reason"] == "user_stop", sim["info"]
-    assert runner.info()["prompt_set"] == {"name": "tau-mcp"}
+    assert runner.info().prompt_set == {"name": "tau-mcp"}
     agent_request, user_request = fake.requests[AGENT][0], fake.requests[USER][0]
     assert agent_request["temperature"] == 0.0 and user_request["temperature"] == 0.0
     assert agent_request["seed"] == sim["seed"] == user_request["seed"]
@@ -75,9 +75,7 @@ async def test_reference_texts_drive_the_gt_agent_and_given_args_replace_default
         (sim,) = (await Runner(runner).run()).simulations
     assert sim["termination_reason"] == "user_stop", sim["info"]
     info = runner.info()
-    assert (
-        info["prompt_set"]["name"] == "reference" and info["agent_info"]["implementation"] == "gt"
-    )
+    assert info.prompt_set["name"] == "reference" and info.agent_info.implementation == "gt"
     agent_request = fake.requests[AGENT][0]
     task = domain.task("create_task_1")
     policy = rp.compose_policy(texts, "mock", solo=False)

@@ -359,3 +359,30 @@ def test_gym_rollouts_run_in_ray_actors_as_documented(cluster):
     assert rewards == [1.0, 0.0, 1.0, 0.0]
     for worker in workers:
         ray.kill(worker)
+
+
+@pytest.mark.e2e
+def test_a_pack_folder_reaches_ray_actors(cluster, tmp_path, monkeypatch):
+    """Actors of a cluster started on its own do not share the driver's environment: a
+    `--domain-path` pack reaches them in their payload, and they import it themselves."""
+    from tau_mcp.harness.scaffold.pack import write_pack
+    from tau_mcp.harness.wiring import load_domain
+    from tau_mcp.servers.domains.discovery import PATH_ENV
+
+    monkeypatch.delenv(PATH_ENV, raising=False)  # restored after the test
+    name = f"raypack{os.getpid()}"
+    write_pack(name, tmp_path / name)
+    config = RunConfig(
+        judge_llm="none",
+        domain=name,
+        agent="oracle",
+        user="scripted",
+        domain_paths=[tmp_path / name],
+    )
+    domain = load_domain(name, DEMO_DIR, ready="warm", domain_paths=config.domain_paths)
+    remote, _ = asyncio.run(_run(domain, config, use_ray=True))
+    assert sorted((s["task_id"], s["reward_info"]["reward"]) for s in remote) == [
+        ("downgrade", 1.0),
+        ("plan_price", 1.0),
+        ("upgrade_with_code", 1.0),
+    ]

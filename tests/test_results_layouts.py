@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tau_mcp.harness.results import ResultsFile, load_results
-from tau_mcp.harness.results_layouts import detect
+from tau_mcp.harness.results.layouts import detect
 from tests.support.data import DATA_DIR
 from tests.support.leaderboard import (
     LEADERBOARD_DIR,

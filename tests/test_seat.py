@@ -174,8 +174,8 @@ async def _failed_move() -> dict:
 
 def test_a_policy_that_fails_to_move_fails_the_simulation_not_the_score() -> None:
     record = asyncio.run(_failed_move())
-    assert record["termination_reason"] == "infrastructure_error"
-    assert "RuntimeError: model down" in record["info"]["error"]
+    assert record.termination_reason == "infrastructure_error"
+    assert "RuntimeError: model down" in record.info["error"]
 
 
 def test_an_outside_participant_needs_a_seat() -> None:

@@ -19,6 +19,7 @@ import httpx2
 import pytest
 
 from tau_mcp.harness.config import RunConfig, trial_seeds
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.serve.host import hosted
 from tau_mcp.harness.serve.simulation import make_hub
 from tau_mcp.servers.app import ServerSettings, create_app
@@ -336,7 +337,9 @@ async def test_a_lone_surrogate_from_inside_is_written_escaped() -> None:
     async with demo_serve() as (http, hub, task_id):
         created = (await http.post("/simulations", json={"task_id": task_id})).json()
         simulation = hub.get(created["simulation_id"])
-        simulation.record = {**simulation.view(), "messages": [{"content": "\udc00"}]}
+        simulation.record = SimulationRecord.trusted(
+            {**simulation.view(), "messages": [{"content": "\udc00"}]}
+        )
         view = await http.get(f"/simulations/{created['simulation_id']}")
         assert view.status_code == 200 and view.json()["messages"][0]["content"] == "\udc00"
 

@@ -26,7 +26,7 @@ import pytest
 from tau_mcp.harness.backends.http import in_process_backend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.results import journal_path, load_results
-from tau_mcp.harness.results_lock import lock_path
+from tau_mcp.harness.results.lock import lock_path
 from tau_mcp.harness.serve.app import create_serve_app
 from tau_mcp.harness.serve.simulation import Conflict, SimulationHub, Unavailable, make_hub
 from tests.support.data import DEMO_DIR, ROOT
@@ -74,7 +74,7 @@ async def test_a_finished_simulation_is_journaled_before_it_is_answered(tmp_path
         simulation = hub.create(TASK, 0)
         record = await simulation.end()
         assert seen == [(False, False), True]  # saved while nobody had heard the outcome yet
-        assert record["id"] == simulation.id
+        assert record.id == simulation.id
 
 
 def _limit_file_size(limit: int):
@@ -199,8 +199,8 @@ async def test_a_quiet_simulation_is_abandoned_then_forgotten(tmp_path: Path) ->
         hub.SWEEP_EVERY_S, hub.ABANDON_AFTER_S, hub.KEEP_ENDED_S = 0.05, 0.3, 0.5
         quiet = hub.create(TASK, 0)
         await _until(lambda: quiet.record is not None)
-        assert quiet.record["termination_reason"] == "infrastructure_error"
-        assert quiet.record["info"]["error"].startswith("abandoned: no move from the agent")
+        assert quiet.record.termination_reason == "infrastructure_error"
+        assert quiet.record.info["error"].startswith("abandoned: no move from the agent")
         saved = {s["id"]: s for s in load_results(save_to)["simulations"]}
         assert saved[quiet.id]["termination_reason"] == "infrastructure_error"
         await _until(lambda: hub.get(quiet.id) is None)  # forgotten; the file keeps it

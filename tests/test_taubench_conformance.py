@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tau_mcp.grading.grader import Grader
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.servers.domains.tau_bench.reward import original_reward_info
 from tau_mcp.servers.engine.domain import Domain
 from tests.support import taubench as tb
+from tests.support.engine_backend import EngineBackend
 
 pytestmark = pytest.mark.needs_data("taubench")
 

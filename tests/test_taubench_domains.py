@@ -11,7 +11,6 @@ import pytest
 
 from tau_mcp.conversation.messages import ChatMessage, ToolCall, ToolMessage
 from tau_mcp.grading.grader import Grader
-from tau_mcp.harness.backends.engine import EngineBackend
 from tau_mcp.harness.orchestrator import Orchestrator
 from tau_mcp.servers.domains.registry import has_data, load_domains
 from tau_mcp.servers.domains.tau_bench.reward import original_reward_info
@@ -24,6 +23,7 @@ from tau_mcp.servers.engine.episode import Episode
 from tau_mcp.servers.engine.errors import DataError, UnknownTask
 from tau_mcp.servers.engine.tool_listing import tool_listing
 from tests.support import taubench as tb
+from tests.support.engine_backend import EngineBackend
 from tests.test_harness_orchestrator_parity import RecordingSession, ScriptAgent, ScriptUser
 
 pytestmark = pytest.mark.needs_data("taubench")

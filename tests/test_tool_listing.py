@@ -30,7 +30,7 @@ from tau_mcp.harness.agents.llm_agent import SoloAgent
 from tau_mcp.harness.agents.stop_tool import solo_stop_tool
 from tau_mcp.harness.surface_probes import probe_task
 from tau_mcp.servers.app import ServerSettings, create_app
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec, load_domains
+from tau_mcp.servers.domains.registry import domain_names, domain_spec, load_domains
 from tau_mcp.servers.engine.data import DEMO_DIR
 from tau_mcp.servers.engine.errors import DataError
 from tau_mcp.servers.engine.tool_listing import reference_tools_file, tool_listing
@@ -77,7 +77,7 @@ def _import_everything() -> dict[str, str]:
 
 MISSING_EXTRAS = _import_everything()
 SURFACES = {surface.name: surface for surface in surfaces()}
-REFERENCE_DOMAINS = [d for d in DOMAIN_NAMES if (TOOLS_DIR / f"{d}.json").is_file()]
+REFERENCE_DOMAINS = [d for d in domain_names() if (TOOLS_DIR / f"{d}.json").is_file()]
 # The retrieval configs every surface runs here: the offline ones (no network, no sandbox) and
 # the shell ones (terminal_use*), which need only the bubblewrap sandbox and are skipped where it
 # cannot start. The others (embeddings, rerankers, alltools*) need a key and a network: every

@@ -18,6 +18,7 @@ from typing import NoReturn
 import typer
 
 from tau_mcp.conversation import collector
+from tau_mcp.harness.cli.domain_path import domain_path_option
 from tau_mcp.harness.cli.lazy import LazyCommand, LazyGroup
 
 # The commands, in the order `--help` lists them: name, module (tau_mcp.harness.cli.*), attribute.
@@ -36,7 +37,9 @@ COMMANDS = (
     LazyCommand("leaderboard", "tau_mcp.harness.cli.leaderboard", "leaderboard"),
     LazyCommand("convert-results", "tau_mcp.harness.cli.convert", "convert_results"),
     LazyCommand("presets", "tau_mcp.harness.cli.presets", "presets"),
-    # `domain NAME` shows a domain; `domain check NAME` proves it (tau_mcp.harness.cli.domain)
+    LazyCommand("domains", "tau_mcp.harness.cli.domains", "domains"),
+    # `domain NAME` shows a domain; `domain check NAME` proves it; `domain new NAME` starts one
+    # (tau_mcp.harness.cli.domain)
     LazyCommand("domain", "tau_mcp.harness.cli.domain", "domain_app"),
     LazyCommand("intro", "tau_mcp.harness.cli.tau2", "intro"),
     LazyCommand("evaluate-trajs", "tau_mcp.harness.cli.tau2", "evaluate_trajs"),
@@ -64,6 +67,7 @@ class HarnessGroup(LazyGroup):
     """tau-harness's commands: each command's module is imported when it is used."""
 
     lazy_commands = COMMANDS
+    shared_options = (domain_path_option,)
 
 
 app = typer.Typer(

@@ -14,10 +14,13 @@ from tau_mcp.grading import Judge
 from tau_mcp.harness import redaction
 from tau_mcp.harness.config import build_judge, split_ids
 from tau_mcp.harness.wiring import load_domain, open_backend
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES
 
-#: `--domain`'s help: the domains this install knows.
-DOMAIN_HELP = ", ".join(DOMAIN_NAMES) + "."
+#: `--domain`'s help. The names are not listed here: finding them reads every installed
+#: distribution's metadata, which a command that shows help or reads results needs not pay.
+DOMAIN_HELP = (
+    "A domain's name: one of tau-mcp's, or an installed or --domain-path pack's "
+    "(`tau-harness domains` lists them)."
+)
 
 __all__ = [
     "JUDGE_HELP",
@@ -44,17 +47,17 @@ JUDGE_HELP = (
 )
 
 RETRIEVAL_HELP = (
-    "banking_knowledge: how the agent reaches the knowledge base (default: alltools, the "
-    "reference's, which needs OPENAI_API_KEY and a sandbox; offline: no_knowledge, full_kb, "
-    "golden_retrieval, bm25, bm25_grep, grep_only)."
+    "For a domain with retrieval configs: how the agent reaches the knowledge base (default: "
+    "the domain's own; `tau-harness domain NAME` lists its configs, and a config that needs a "
+    "key or a sandbox says so when chosen)."
 )
 REVIEW_LLM_HELP = (
     "litellm model for the review (default: the reference's, from the data folder's "
     "review.json: claude-opus-4-5, which needs ANTHROPIC_API_KEY)."
 )
 TASK_SET_HELP = (
-    "A named task set of the domain's data (e.g. telecom_small: tasks_small.json); "
-    "default: the domain's own tasks."
+    "A named task set of the domain's data (FOLDER_NAME: tasks_NAME.json of the domain's "
+    "folder; `tau-harness domain NAME` lists them); default: the domain's own tasks."
 )
 RETRIEVAL_KWARGS_HELP = (
     "JSON options of the retrieval config, e.g. '{\"top_k\": 5}' (top_k, grep_top_k, "

@@ -9,8 +9,8 @@ import typer
 
 from tau_mcp.harness.cli.common import console, fail
 from tau_mcp.harness.results import ResultsError
-from tau_mcp.harness.results_dir import LayoutError
-from tau_mcp.harness.results_layouts import LAYOUTS
+from tau_mcp.harness.results.folder import LayoutError
+from tau_mcp.harness.results.layouts import LAYOUTS
 
 
 def convert_results(
@@ -30,7 +30,7 @@ def convert_results(
     ),
 ) -> None:
     """Convert a results file between our layout and the reference's json and dir layouts."""
-    from tau_mcp.harness.convert_results import convert
+    from tau_mcp.harness.results.convert import convert
 
     if to is not None and to not in LAYOUTS:
         fail(f"unknown layout {to!r} (one of {', '.join(LAYOUTS)})")

@@ -1,11 +1,11 @@
 """`tau-harness domain`: one command, several actions on a domain.
 
 `domain NAME` shows a domain (its tasks, each side's tools, its policy: the reference's `tau2
-domain`), `domain check NAME` proves it before anyone runs a model on it. The first argument
+domain`), `domain check NAME` proves it before anyone runs a model on it, `domain new NAME`
+writes a pack to start a domain of one's own from. The first argument
 picks the action when it names one (`DOMAIN_ACTIONS`), else it is a domain's name and the
 domain is shown; so no domain may be named like an action (`RESERVED_NAMES`). An action is one
-row of the table below, its command a module imported only when it runs or its help is shown;
-`domain new NAME` (a pack's scaffold) is added the same way.
+row of the table below, its command a module imported only when it runs or its help is shown.
 """
 
 from __future__ import annotations
@@ -42,9 +42,15 @@ DOMAIN_ACTIONS = (
         "a table of findings, exit 1 on any error",
         LazyCommand("check", "tau_mcp.harness.cli.domain_check", "check"),
     ),
+    DomainAction(
+        "domain new NAME [--dir DIR]",
+        "write a small working domain pack to start your own domain from (docs/own-domain.md)",
+        LazyCommand("new", "tau_mcp.harness.cli.domain_new", "new"),
+    ),
 )
 
-#: Words the first argument reserves for actions: no domain may be named so.
+#: Words the first argument reserves for actions: no domain may be named so (the registry
+#: refuses a pack named so: `tau_mcp.servers.domains.discovery.RESERVED_NAMES` holds these).
 RESERVED_NAMES = frozenset(action.command.name for action in DOMAIN_ACTIONS)
 
 
@@ -53,11 +59,10 @@ def _help() -> str:
     lines = [f"  {a.usage.ljust(width)}  {a.summary}" for a in DOMAIN_ACTIONS]
     # "\b" keeps click from rewrapping the block of usages.
     return (
-        "Show a domain, or check it before running a model on it.\n\n\b\n"
+        "Show a domain, check it before running a model on it, or start a new one.\n\n\b\n"
         + "\n".join(lines)
         + f"\n\nA first argument that names no action ({', '.join(sorted(RESERVED_NAMES))}) "
-        "is a domain's name: `domain airline` is `domain show airline`. Each action takes "
-        "--help."
+        "is a domain's name: `domain NAME` is `domain show NAME`. Each action takes --help."
     )
 
 

@@ -23,8 +23,9 @@ def check(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config episodes are set up with (default: "
-        "no_knowledge, the reference's gold set-up; every config's tool listing is checked).",
+        help="For a domain with retrieval configs: the config episodes are set up with "
+        "(default: the config the domain's own toolkit is; every config's tool listing is "
+        "checked).",
     ),
     judge_llm: str = typer.Option(
         "none",

@@ -23,7 +23,7 @@ from tau_mcp.harness.cli.common import (
 from tau_mcp.harness.preflight import check_models, judge_use, needs_judge
 from tau_mcp.harness.report import print_summary
 from tau_mcp.harness.results import ResultsError, load_results
-from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.results.lock import results_lock
 from tau_mcp.harness.run_outcome import INTERRUPTED_EXIT
 from tau_mcp.servers.engine.errors import EngineError
 
@@ -61,8 +61,8 @@ def evaluate(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config the episodes are rebuilt with (default: "
-        "the one the results file records).",
+        help="For a domain with retrieval configs: the config the episodes are rebuilt with "
+        "(default: the one the results file records).",
     ),
     retrieval_config_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP
@@ -77,7 +77,7 @@ def evaluate(
     """Re-grade saved simulations by replaying their tool calls on fresh episodes."""
     from tau_mcp.conversation.reference_texts import reference_texts
     from tau_mcp.harness.evaluate import check_domain, recorded_domain, recorded_task_set, tasks_of
-    from tau_mcp.harness.evaluate_output import refuse_unfinished_run, write_regraded
+    from tau_mcp.harness.results import refuse_unfinished_run, write_regraded
 
     judge = judge_option(judge_llm, judge_llm_args)
     try:

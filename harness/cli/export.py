@@ -45,8 +45,8 @@ def ep_rows_command(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config the rows' sessions run (and whose policy "
-        "they carry).",
+        help="For a domain with retrieval configs: the config the rows' sessions run (and whose "
+        "policy they carry).",
     ),
     retrieval_kwargs: str = typer.Option(
         None, "--retrieval-config-kwargs", help=RETRIEVAL_KWARGS_HELP

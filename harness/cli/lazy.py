@@ -10,11 +10,12 @@ to show help (`tau-harness --help` asks for every command, for their one-line he
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 from typer.main import get_group
 
 from tau_mcp.conversation import collector
@@ -46,14 +47,22 @@ class LazyCommand:
 class _Commands(MutableMapping[str, Any]):
     """A group's commands: built ones, and lazy ones built on first lookup, in listing order."""
 
-    def __init__(self, built: MutableMapping[str, Any], lazy: tuple[LazyCommand, ...]) -> None:
+    def __init__(
+        self,
+        built: MutableMapping[str, Any],
+        lazy: tuple[LazyCommand, ...],
+        prepare: Callable[[Any], None],
+    ) -> None:
         self._built = built
         self._lazy = {command.name: command for command in lazy}
+        self._prepare = prepare
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._built:
             spec = self._lazy[name]  # KeyError for an unknown command, as a dict would raise
-            self._built[name] = spec.build()
+            command = spec.build()
+            self._prepare(command)
+            self._built[name] = command
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:
@@ -74,15 +83,43 @@ class _Commands(MutableMapping[str, Any]):
         return name in self._built or name in self._lazy
 
 
+#: Makes an option (a typer click parameter) for one command.
+OptionMaker = Callable[[], Any]
+
+
 class LazyGroup(PlainFlagsGroup):
     """A `PlainFlagsGroup` whose subclass names its commands in `lazy_commands`; they are
-    listed in that order (after any registered on the Typer app itself)."""
+    listed in that order (after any registered on the Typer app itself). Every command it
+    hands out, and every command of its sub-groups, also takes the options `shared_options`
+    make (`--domain-path`, which every tau-harness command takes)."""
 
     lazy_commands: tuple[LazyCommand, ...] = ()
+    shared_options: tuple[OptionMaker, ...] = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = _Commands(self.commands, self.lazy_commands)
+        self.commands = _Commands(self.commands, self.lazy_commands, self._share)
+
+    def _share(self, command: Any) -> None:
+        share_options(command, self.shared_options)
+
+
+def share_options(command: Any, makers: tuple[OptionMaker, ...]) -> None:
+    """Add the options `makers` make to a command, or to every command of a group (a lazy
+    group adds them to each command as it builds it)."""
+    if not makers:
+        return
+    if isinstance(command, LazyGroup):
+        command.shared_options = makers
+    elif isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            share_options(sub, makers)
+    else:
+        taken = {name for param in command.params for name in param.opts}
+        for make in makers:
+            option = make()
+            if not taken.intersection(option.opts):
+                command.params.append(option)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # names only: nothing is imported to list them

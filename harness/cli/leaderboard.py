@@ -22,7 +22,7 @@ def leaderboard(
         None,
         "-d",
         "--domain",
-        help="retail, airline, telecom or banking_knowledge (default: overall).",
+        help="One of the board's domains (the schema's, in the data folder; default: overall).",
     ),
     metric: str = typer.Option(
         "pass_1", "-m", "--metric", help="pass_1, pass_2, pass_3, pass_4 or cost."
@@ -48,7 +48,8 @@ def leaderboard(
                     "point --data-dir at the reference data"
                 )
         entries, warnings = board.load_entries(folders)
-        rows = board.rank(entries, metric, domain)
+        domains = board.board_domains(entries, data_dir)
+        rows = board.rank(entries, metric, domain, domains)
     except (board.BoardError, EngineError) as exc:
         fail(str(exc))
         return
@@ -56,11 +57,11 @@ def leaderboard(
         typer.echo(f"warning: {warning}", err=True)
     shown = rows[:limit] if limit else rows
     if fmt == "md":
-        sys.stdout.write(board.as_markdown(shown, domain, metric))
+        sys.stdout.write(board.as_markdown(shown, domain, metric, domains))
     elif fmt == "json":
         sys.stdout.write(board.as_json(shown, domain, metric))
     else:
         console.print()
-        console.print(board.as_table(shown, domain, metric, len(entries)))
+        console.print(board.as_table(shown, domain, metric, len(entries), domains))
         console.print()
         console.print(f"Total submissions: {len(entries)}", style="dim")

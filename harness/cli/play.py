@@ -27,7 +27,7 @@ from tau_mcp.harness.cli.common import (
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.report import print_grade
 from tau_mcp.harness.results import ResultsError
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+from tau_mcp.servers.domains.registry import domain_names
 from tau_mcp.servers.engine.errors import EngineError
 
 
@@ -93,7 +93,7 @@ def play(
             "user_llm_args": json_arg("--user-llm-args", user_llm_args),
         }
         retrieval = retrieval_kwargs_option(retrieval_kwargs)
-        domain = domain or ask("domain", list(DOMAIN_NAMES))
+        domain = domain or ask("domain", list(domain_names()))
         loaded = load_domain(domain, data_dir, task_set=task_set_name)
         config = play_config(
             side,

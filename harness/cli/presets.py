@@ -33,19 +33,23 @@ def presets(
     print_preset(chosen[0])
 
 
-def print_preset(preset, overridden: list[str] | None = None) -> None:
+def print_preset(preset, overridden: list[str] | None = None, flags=None) -> None:
+    """The preset's options as `run` takes them (`flags`: the run command's, name -> flag; read
+    from the command when not given)."""
     from rich.table import Table
 
     from tau_mcp.harness import presets as store
 
+    if flags is None:
+        import typer
+
+        from tau_mcp.harness.cli import app
+
+        flags = store.run_flags(typer.main.get_command(app).commands["run"].params)
     table = Table(title=f"preset {preset.name}: {preset.description}", show_header=True)
     table.add_column("option")
     table.add_column("value")
-    for flag, value in store.describe(preset):
-        note = (
-            " (given on the command line instead)"
-            if flag[2:].replace("-", "_") in (overridden or [])
-            else ""
-        )
+    for name, flag, value in store.describe(preset, flags):
+        note = " (given on the command line instead)" if name in (overridden or []) else ""
         table.add_row(flag, value + note)
     console.print(table)

@@ -12,7 +12,7 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.cli.common import REVIEW_LLM_HELP, console, fail
 from tau_mcp.harness.cli.progress import Progress
 from tau_mcp.harness.errors import ConfigError
-from tau_mcp.harness.results import ResultsError, atomic_write, load_results, results_text
+from tau_mcp.harness.results import ResultsError, load_results, write_document
 from tau_mcp.servers.engine.errors import DataError
 
 
@@ -100,7 +100,7 @@ def review(
         typer.echo(f"interrupted; nothing was written to {target}", err=True)
         raise typer.Exit(130) from None
     try:
-        atomic_write(target, results_text(outcome.document))  # keys redacted, as every writer
+        write_document(target, outcome.document)  # our layout, keys redacted, as every writer
     except OSError as exc:
         fail(f"cannot write {target} ({exc.strerror or exc}); nothing was written there")
     _print_outcome(outcome, reviewer.mode, reviewer.model, target)

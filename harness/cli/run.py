@@ -43,10 +43,10 @@ from tau_mcp.harness.cli.tau2_options import (
 )
 from tau_mcp.harness.config import DEFAULT_SEED, RunConfig
 from tau_mcp.harness.errors import ConfigError, ServerGone
-from tau_mcp.harness.metrics import INFRA, is_success
+from tau_mcp.harness.metrics import is_success
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.prompt_sets import help_defaults
-from tau_mcp.harness.results import ResultsError
+from tau_mcp.harness.results import ResultsError, SimulationRecord
 from tau_mcp.harness.review import ReviewSettings, check_mode
 from tau_mcp.harness.run_outcome import (
     INTERRUPTED_EXIT,
@@ -324,7 +324,8 @@ def _with_preset(ctx: typer.Context, name: str, show: bool) -> None:
         fail(str(exc))
         return
     if show:
-        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"])
+        flags = presets.run_flags(ctx.command.params)
+        print_preset(chosen, ctx.meta[PRESET_KEY]["overridden"], flags)
         return
     run(**{**values, "ctx": ctx, "preset": None})
 
@@ -385,11 +386,11 @@ class ProgressBar:
             self.progress.console.print(line, markup=False, highlight=False)
         self.progress.update(self.bar, total=todo, visible=True)
 
-    def finished(self, record: dict[str, Any]) -> None:
+    def finished(self, record: SimulationRecord) -> None:
         assert self.progress is not None
-        if record.get("termination_reason") != INFRA:
+        if not record.infrastructure_error:
             self.graded += 1
-            self.passed += is_success((record.get("reward_info") or {}).get("reward"))
+            self.passed += is_success(record.reward)
         else:
             self.infra += 1
         rate = progress_rate(self.passed, self.graded, self.infra)

@@ -25,7 +25,7 @@ from tau_mcp.harness.cli.common import (
 from tau_mcp.harness.config import DEFAULT_SEED
 from tau_mcp.harness.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tau_mcp.harness.preflight import check_models, models_called
-from tau_mcp.harness.results_lock import results_lock
+from tau_mcp.harness.results.lock import results_lock
 from tau_mcp.servers.guards import LOOPBACK_HOSTS
 from tau_mcp.servers.http_options import (
     DEFAULTS,
@@ -154,7 +154,9 @@ def serve(
         from tau_mcp.harness.serve.simulation import make_hub
         from tau_mcp.servers.http_server import graceful_stop
 
-        loaded = load_domain(domain, config.data_dir, task_set=config.task_set_name)
+        loaded = load_domain(
+            domain, config.data_dir, task_set=config.task_set_name, domain_paths=config.domain_paths
+        )
         sock = bind_socket(host, port, policy.backlog)
         try:
             backend = await open_backend(loaded, config.server, config.server_token)

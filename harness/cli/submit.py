@@ -11,7 +11,7 @@ import typer
 from tau_mcp.harness.cli.common import console, fail
 from tau_mcp.harness.leaderboard.schema import SchemaError
 from tau_mcp.harness.results import ResultsError, load_results
-from tau_mcp.harness.results_dir import LayoutError
+from tau_mcp.harness.results.folder import LayoutError
 from tau_mcp.servers.cli_help import PlainFlagsGroup
 from tau_mcp.servers.engine.errors import EngineError
 
@@ -84,7 +84,7 @@ def prepare(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge's retrieval config, when its results do not record it.",
+        help="The retrieval config of a domain that has them, when its results do not record it.",
     ),
     release_date: str = typer.Option(
         None, "--release-date", help="The model's public release date (YYYY-MM-DD)."
@@ -117,6 +117,7 @@ def prepare(
 
     try:
         runs = sub.load_runs(results)
+        sub.refuse_off_board(runs, data_dir)
         given = sub.Metadata(
             model_name=model_name,
             model_organization=model_organization,

@@ -103,8 +103,8 @@ def evaluate_trajs(
     domain of each comes from its header)."""
     from tau_mcp.harness.cli.evaluate import _evaluate, _evaluate_options
     from tau_mcp.harness.evaluate import recorded_domain, recorded_task_set
-    from tau_mcp.harness.evaluate_output import refuse_unfinished_run, write_regraded
     from tau_mcp.harness.report import print_summary
+    from tau_mcp.harness.results import refuse_unfinished_run, write_regraded
 
     files, nothing = expand_paths(paths)
     if not files:
@@ -197,8 +197,8 @@ def domain_doc(
     retrieval_config: str = typer.Option(
         None,
         "--retrieval-config",
-        help="banking_knowledge: the retrieval config whose tools and policy are shown "
-        "(default: the reference's, alltools).",
+        help="For a domain with retrieval configs: the config whose tools and policy are shown "
+        "(default: the domain's own).",
     ),
     policy: bool = typer.Option(True, "--policy/--no-policy", help="Print the policy too."),
 ) -> None:
@@ -217,6 +217,14 @@ def domain_doc(
         fail(str(exc))
     console.rule(f"{name} ({domain.data_dir})")
     console.print(f"{len(domain.tasks)} tasks; splits: {', '.join(domain_splits(domain)) or '-'}")
+    task_sets = [name for name, file in domain.task_sets().items() if file is not None]
+    if task_sets:
+        console.print(f"task sets (--task-set-name): {', '.join(task_sets)}")
+    if domain.variants is not None:
+        configs = ", ".join(domain.variants.names)
+        console.print(
+            f"retrieval configs (--retrieval-config): {configs}; default {domain.variants.default}"
+        )
     for side, listing in sides.items():
         console.print(f"\n[bold]{side} tools[/] ({len(listing.tools)}, {listing.source} texts)")
         for tool in listing.tools:
@@ -245,11 +253,13 @@ tau-mcp: the tau2-bench customer-service benchmark (v1.0.1) as MCP servers and a
   tau-harness leaderboard  rank submissions                   (tau2 leaderboard)
   tau-harness submit       prepare and validate a submission  (tau2 submit)
   tau-harness data         fetch and verify the reference data (tau2 check-data)
+  tau-harness domains      every domain, tau-mcp's and the packs'
   tau-harness domain NAME  a domain's tools and policy        (tau2 domain)
+  tau-harness domain new   start a domain of your own (a pack)
   tau-server serve         every domain over MCP               (tau2 start)
 
-Start offline, no key needed:   tau-harness run --domain mock --agent oracle --user scripted
-The real benchmark:             tau-harness data fetch, then --domain airline --agent llm ...
+Start offline, no key needed:   tau-harness run --domain {demo} --agent oracle --user scripted
+The real benchmark:             tau-harness data fetch, then --domain NAME --agent llm ...
 From tau2: a tau2 command line works with tau2 replaced by tau-harness (tau2's
 command names and run options are accepted); every command takes --help."""
 
@@ -259,7 +269,10 @@ FROM_TAU2_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "from-tau2.md"
 
 def intro() -> None:
     """What tau-mcp is and its commands, beside the tau2 ones they replace."""
-    console.print(INTRO, markup=False, highlight=False, soft_wrap=True)  # laid out already
+    from tau_mcp.servers.engine.data import demo_domains
+
+    text = INTRO.format(demo=(demo_domains() or ["NAME"])[0])
+    console.print(text, markup=False, highlight=False, soft_wrap=True)  # laid out already
     if FROM_TAU2_GUIDE.is_file():
         console.print(
             f"Every command and option: {FROM_TAU2_GUIDE}",

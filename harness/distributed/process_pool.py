@@ -32,6 +32,7 @@ from tau_mcp.harness.distributed.limits import LocalProviderLimits
 from tau_mcp.harness.distributed.process_worker import WorkerSetup, worker_main
 from tau_mcp.harness.distributed.spawner import Spawner
 from tau_mcp.harness.errors import ConfigError, run_stop
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.tasks import Task
 
@@ -77,7 +78,7 @@ class WorkerLink:
 
     def __init__(self, pool: ProcessPool, pid: int, sock: socket.socket) -> None:
         self.pool, self.pid, self.sock = pool, pid, sock
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.pending: dict[int, asyncio.Future[SimulationRecord]] = {}
         self.leases: dict[int, str] = {}
         self.granting: set[asyncio.Task[None]] = set()
         self.ready = False
@@ -97,7 +98,7 @@ class WorkerLink:
         if self.alive and self.writer is not None and not self.writer.is_closing():
             self.writer.write(encode(message))
 
-    async def run(self, task_id: str, trial: int, seed: int) -> dict[str, Any]:
+    async def run(self, task_id: str, trial: int, seed: int) -> SimulationRecord:
         if not self.alive:
             raise WorkerLost(f"worker process {self.pid} ended")
         request = next(self._ids)
@@ -129,7 +130,7 @@ class WorkerLink:
             if future is None or future.done():
                 return
             if op == "done":
-                future.set_result(message["record"])
+                future.set_result(SimulationRecord.trusted(message["record"]))
             else:
                 future.set_exception(
                     WorkerFailed(
@@ -262,7 +263,7 @@ class ProcessPool:
         if fatal is not None:
             raise ConfigError(fatal)
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         last_error = ""
         for attempt in range(self.config.max_retries + 1):
             if attempt:
@@ -283,7 +284,7 @@ class ProcessPool:
                 continue
             self.deaths_since_progress = 0
             if attempt:
-                sim.setdefault("info", {})["worker_retries"] = attempt
+                sim.info = {**(sim.info or {}), "worker_retries": attempt}
             return sim
         return self.runner.infrastructure_record(task.id, trial, seed, last_error.strip("; "))
 

@@ -3,8 +3,9 @@
 It was forked from the driver (`tau_mcp.harness.distributed.spawner`), so the domain is already loaded
 and the modules imported; it builds its own backend (the in-process server, or `--server`) and
 `SimulationRunner`, then runs what the driver sends, many simulations at once on its own event
-loop, and sends back each record exactly as `SimulationRunner.simulate` returns it. It never touches the results
-file. When the driver's end of the socket closes, it cancels what it was running and ends.
+loop, and sends back each record as `SimulationRunner.simulate` returns it (its layout, which the
+driver takes back with `SimulationRecord.trusted`). It never touches the results file. When
+the driver's end of the socket closes, it cancels what it was running and ends.
 
 Messages (JSON frames, `tau_mcp.harness.distributed.frames`), driver to worker: `run` {id, task, trial,
 seed}, `grant` {lease}. Worker to driver: `ready`, `fatal` {message} (it cannot start), `done`
@@ -120,7 +121,7 @@ async def _simulate(runner: SimulationRunner, link: DriverLink, message: dict[st
     try:
         task = runner.domain.task(message["task"])
         record = await runner.simulate(task, int(message["trial"]), int(message["seed"]))
-        reply.update(op="done", record=record)
+        reply.update(op="done", record=record.layout())
     except (ConfigError, EngineError) as exc:  # the run cannot go on: no retry
         reply.update(op="failed", config=True, kind=type(exc).__name__, message=str(exc))
     except Exception as exc:  # noqa: BLE001 - anything else costs the driver a retry

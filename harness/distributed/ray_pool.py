@@ -23,8 +23,10 @@ from typing import Any
 
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.errors import ConfigError, run_stop
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, open_backend
+from tau_mcp.servers.domains.discovery import search_paths
 from tau_mcp.servers.engine.errors import EngineError
 from tau_mcp.servers.engine.tasks import Task
 
@@ -50,6 +52,9 @@ class WorkerPayload:
     domain: str
     data_dir: str
     task_set: str | None
+    #: The pack folders the driver looks in (`--domain-path`, $TAU_DOMAIN_PATH): an actor on
+    #: another machine does not inherit the driver's environment.
+    domain_paths: tuple[str, ...]
     server: str | None
     token: str | None
     config: RunConfig
@@ -69,7 +74,13 @@ class _Worker:
         async with self._lock:
             if self._runner is None:
                 p = self.payload
-                domain = load_domain(p.domain, Path(p.data_dir), ready="warm", task_set=p.task_set)
+                domain = load_domain(
+                    p.domain,
+                    Path(p.data_dir),
+                    ready="warm",
+                    task_set=p.task_set,
+                    domain_paths=p.domain_paths,
+                )
                 backend = await open_backend(domain, p.server, p.token)
                 if p.limiter is not None:
                     from tau_mcp.conversation.llm import set_request_gate
@@ -79,8 +90,10 @@ class _Worker:
         return self._runner
 
     async def simulate(self, task_id: str, trial: int, seed: int) -> dict[str, Any]:
+        """The record's layout (plain data for the trip back to the driver)."""
         runner = await self._get_runner()
-        return await runner.simulate(runner.domain.task(task_id), trial, seed)
+        record = await runner.simulate(runner.domain.task(task_id), trial, seed)
+        return record.layout()
 
     def pid(self) -> int:
         return os.getpid()
@@ -217,6 +230,7 @@ class RayPool:
             domain=runner.domain.name,
             data_dir=str(runner.domain.data_dir),
             task_set=runner.domain.task_set,
+            domain_paths=tuple(str(path.resolve()) for path in search_paths()),
             server=server,
             token=token,
             config=worker_config,
@@ -237,7 +251,7 @@ class RayPool:
         """The actors start with the pool and are killed by `close`: nothing to do here."""
         yield
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         ray = self.ray
         crash_types = _crash_types(ray)
         last_error = ""
@@ -247,7 +261,9 @@ class RayPool:
             index = min(range(len(self.actors)), key=self.load.__getitem__)
             self.load[index] += 1
             try:
-                sim = await self.actors[index].simulate.remote(task.id, trial, seed)
+                sim = SimulationRecord.trusted(
+                    await self.actors[index].simulate.remote(task.id, trial, seed)
+                )
             except crash_types as exc:
                 last_error = f"Ray worker lost: {type(exc).__name__}: {_short(exc)}"
                 continue
@@ -262,7 +278,7 @@ class RayPool:
             finally:
                 self.load[index] -= 1
             if attempt:
-                sim.setdefault("info", {})["worker_retries"] = attempt
+                sim.info = {**(sim.info or {}), "worker_retries": attempt}
             return sim
         return self.runner.infrastructure_record(task.id, trial, seed, last_error)
 

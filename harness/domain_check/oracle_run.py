@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from tau_mcp.grading import Grader
 from tau_mcp.grading.checks import passed
@@ -17,6 +16,7 @@ from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.config import RunConfig
 from tau_mcp.harness.domain_check.findings import Finding, error
 from tau_mcp.harness.domain_check.verdicts import failed_parts
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.tasks import Task
@@ -61,9 +61,9 @@ async def run_oracle(
     return [finding for task_findings in found for finding in task_findings]
 
 
-def verdict(task: Task, record: dict[str, Any]) -> list[Finding]:
-    ending = record.get("termination_reason")
-    reward_info = record.get("reward_info") or {}
+def verdict(task: Task, record: SimulationRecord) -> list[Finding]:
+    ending = record.termination_reason
+    reward_info = record.reward_info or {}
     if ending not in GRADED_ENDINGS:
         return [
             error("oracle", f"the oracle's conversation ended with '{ending}', not graded", task.id)

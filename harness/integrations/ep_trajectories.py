@@ -12,6 +12,8 @@ import json
 import uuid
 from typing import Any
 
+from tau_mcp.harness.results import SimulationRecord
+
 # EP's termination reasons, as the reference names them. EP ends a conversation either on the
 # user's stop word or when the policy stops calling tools without a simulated user.
 _ENDINGS = {
@@ -77,13 +79,15 @@ def ep_messages_to_tau(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def simulation_from_ep(
     task_id: str, messages: list[dict[str, Any]], termination: str | None, trial: int = 0
 ) -> dict[str, Any]:
-    """One simulation record from an EP rollout's messages and termination reason."""
-    return {
-        "id": str(uuid.uuid4()),
-        "task_id": task_id,
-        "trial": trial,
-        "termination_reason": _ENDINGS.get(termination or "", termination or "unknown"),
-        "messages": ep_messages_to_tau(messages),
-        "reward_info": None,
-        "info": {"source": "eval-protocol"},
-    }
+    """One simulation record (its layout) from an EP rollout's messages and termination
+    reason: ungraded, without the times a run records."""
+    record = SimulationRecord(
+        id=str(uuid.uuid4()),
+        task_id=task_id,
+        termination_reason=_ENDINGS.get(termination or "", termination or "unknown"),
+        reward_info=None,
+        messages=ep_messages_to_tau(messages),
+        trial=trial,
+        info={"source": "eval-protocol"},
+    )
+    return record.layout()

@@ -54,10 +54,9 @@ from tau_mcp.harness.backends import ToolInfo
 from tau_mcp.harness.config import RunConfig, select_tasks, trial_seed
 from tau_mcp.harness.errors import ConfigError
 from tau_mcp.harness.integrations.stepwise import BackendKeeper, load_config_domain
-from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.seat import OutsideAgent, Seat
 from tau_mcp.harness.simulate import SimulationRunner
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES
+from tau_mcp.servers.domains.registry import domain_names
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.surfaces import ShownTool, View, as_shown, register_surface
 
@@ -235,12 +234,12 @@ def tau_mcp_conversation(config: RunConfig):
                 await asyncio.gather(run, return_exceptions=True)
         state.messages = [
             ChatMessageSystem(content=system),
-            *(to_inspect(parse_message(m)) for m in sim["messages"]),
+            *(to_inspect(parse_message(m)) for m in sim.messages or []),
         ]
-        state.store.set(GRADE_KEY, sim.get("reward_info"))
-        state.metadata["termination_reason"] = sim["termination_reason"]
-        if sim["termination_reason"] == INFRA:
-            state.metadata["error"] = (sim.get("info") or {}).get("error")
+        state.store.set(GRADE_KEY, sim.reward_info)
+        state.metadata["termination_reason"] = sim.termination_reason
+        if sim.infrastructure_error:
+            state.metadata["error"] = (sim.info or {}).get("error")
         state.completed = True
         return state
 
@@ -307,9 +306,11 @@ def inspect_config(domain: str, split: str | None, options: dict[str, Any]) -> R
 
 
 @task
-def tau2(domain: str = "mock", split: str | None = None, **options: Any) -> Task:
-    """tau2-bench on one domain (-T domain=airline): the model under evaluation is the agent,
+def tau2(domain: str | None = None, split: str | None = None, **options: Any) -> Task:
+    """tau2-bench on one domain (-T domain=NAME): the model under evaluation is the agent,
     our simulated user the customer, our grade the score."""
+    if not domain:
+        raise ConfigError("name the domain: -T domain=NAME (`tau-harness domains` lists them)")
     config = inspect_config(domain, split, options)
     loaded = load_config_domain(config)
     tasks = select_tasks(loaded, config)
@@ -340,7 +341,9 @@ def _domain_alias(domain: str) -> Any:
     return task(alias)
 
 
-DOMAIN_TASKS = {name: _domain_alias(name) for name in DOMAIN_NAMES}
+# The domains this install knows when Inspect loads the module (packs of $TAU_DOMAIN_PATH
+# included); any other domain is `tau_mcp/tau2 -T domain=NAME`.
+DOMAIN_TASKS = {name: _domain_alias(name) for name in domain_names()}
 globals().update({f"tau_mcp_{name}": factory for name, factory in DOMAIN_TASKS.items()})
 
 

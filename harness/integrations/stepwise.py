@@ -110,7 +110,9 @@ def load_config_domain(config: RunConfig) -> Domain:
     """The config's domain (bound to its task set), warm and shared by every environment of
     the process; an unknown domain, set or retrieval config is one sentence."""
     try:
-        domain = shared_domain(config.domain, config.data_dir, config.task_set_name)
+        domain = shared_domain(
+            config.domain, config.data_dir, config.task_set_name, config.domain_paths
+        )
         domain.resolve_variant(config.retrieval_config, config.retrieval_kwargs)
     except EngineError as exc:
         raise ConfigError(str(exc)) from None
@@ -251,7 +253,8 @@ class PolicyDriver:
     async def _settle(self) -> None:
         assert self.run is not None
         if self.seat.closed:
-            self.result = await self.run  # configuration errors surface here
+            # configuration errors surface here; the record is kept as its users see it
+            self.result = (await self.run).layout()
 
     @property
     def started(self) -> bool:

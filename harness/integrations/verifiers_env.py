@@ -190,7 +190,9 @@ class TauMcpEnv(vf.MultiTurnEnv):
         return float(state.get("tau_reward") or 0.0)
 
 
-def load_environment(domain: str = "mock", split: str | None = None, **options: Any) -> TauMcpEnv:
+def load_environment(
+    domain: str | None = None, split: str | None = None, **options: Any
+) -> TauMcpEnv:
     """The tau-mcp environment for one domain: a row per task the options select
     (`task_split`, default base; `task_ids`; `task_set_name`); the other `RunConfig` fields
     set the episodes (`user_llm`, `judge_llm`, `server`, `retrieval_config`...), and anything

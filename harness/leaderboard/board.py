@@ -5,11 +5,15 @@ A folder given is either one submission (it holds `submission.json`) or a folder
 templates, in name order). Ranking follows the reference's board: a submission's overall score
 is the mean of its domains' values (the domains it has), entries without the metric are left
 out, ties keep the reading order. pass^k ranks highest first, cost cheapest first.
+
+The board's domains are the schema's (`schema.board_domains`, read from the data folder); with
+no schema at hand, the domains the submissions hold, in the order first met.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,6 @@ from typing import Any
 from tau_mcp.harness.leaderboard import SUBMISSION_FILE
 
 METRICS = ("pass_1", "pass_2", "pass_3", "pass_4", "cost")
-DOMAINS = ("retail", "airline", "telecom", "banking_knowledge")
 MANIFEST_FILE = "manifest.json"
 
 
@@ -40,8 +43,8 @@ class Entry:
         value = entry.get(metric) if isinstance(entry, dict) else None
         return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
-    def overall(self, metric: str) -> float | None:
-        scores = [v for d in DOMAINS if (v := self.value(d, metric)) is not None]
+    def overall(self, metric: str, domains: Sequence[str]) -> float | None:
+        scores = [v for d in domains if (v := self.value(d, metric)) is not None]
         return sum(scores) / len(scores) if scores else None
 
 
@@ -93,14 +96,36 @@ def load_entries(folders: list[Path]) -> tuple[list[Entry], list[str]]:
     return entries, warnings
 
 
-def rank(entries: list[Entry], metric: str, domain: str | None = None) -> list[Row]:
+def board_domains(entries: list[Entry], data_dir: Path | None = None) -> list[str]:
+    """The board's domains: the schema's in the data folder, else those the entries hold."""
+    from tau_mcp.harness.leaderboard.schema import SchemaError, load_schema
+    from tau_mcp.harness.leaderboard.schema import board_domains as schema_domains
+    from tau_mcp.servers.engine.errors import DataError
+
+    try:
+        return schema_domains(load_schema(data_dir))
+    except (SchemaError, DataError):
+        return list(dict.fromkeys(d for entry in entries for d in entry.results))
+
+
+def rank(
+    entries: list[Entry],
+    metric: str,
+    domain: str | None = None,
+    domains: Sequence[str] | None = None,
+) -> list[Row]:
+    """The entries that have the metric, ranked, in one domain or overall (the mean over the
+    board's `domains`; None: `board_domains` of the data folder)."""
+    domains = board_domains(entries) if domains is None else domains
     if metric not in METRICS:
         raise BoardError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
-    if domain is not None and domain not in DOMAINS:
-        raise BoardError(f"unknown domain {domain!r} (one of {', '.join(DOMAINS)})")
+    if domain is not None and domain not in domains:
+        raise BoardError(
+            f"unknown domain {domain!r}: the board has {', '.join(domains) or 'no domains'}"
+        )
     scored = []
     for entry in entries:
-        score = entry.value(domain, metric) if domain else entry.overall(metric)
+        score = entry.value(domain, metric) if domain else entry.overall(metric, domains)
         if score is not None:
             scored.append((score, entry))
     scored.sort(key=lambda pair: pair[0], reverse=metric != "cost")
@@ -118,14 +143,14 @@ def title(metric: str, domain: str | None) -> str:
     return f"Tau2-Bench Leaderboard - {where} ({metric})"
 
 
-def columns(domain: str | None, metric: str) -> list[str]:
+def columns(domain: str | None, metric: str, domains: Sequence[str]) -> list[str]:
     head = ["Rank", "Model", "Organization", "Modality", metric.replace("_", "^")]
     if domain is None:
-        head += [d.replace("_", " ").title() for d in DOMAINS]
+        head += [d.replace("_", " ").title() for d in domains]
     return head
 
 
-def cells(row: Row, domain: str | None, metric: str) -> list[str]:
+def cells(row: Row, domain: str | None, metric: str, domains: Sequence[str]) -> list[str]:
     sub = row.entry.submission
     out = [
         str(row.rank),
@@ -135,16 +160,27 @@ def cells(row: Row, domain: str | None, metric: str) -> list[str]:
         fmt(row.score, metric),
     ]
     if domain is None:
-        out += [fmt(row.entry.value(d, metric), metric) for d in DOMAINS]
+        out += [fmt(row.entry.value(d, metric), metric) for d in domains]
     return out
 
 
-def as_table(rows: list[Row], domain: str | None, metric: str, total: int):
+def _shown_domains(rows: list[Row], domains: Sequence[str] | None) -> Sequence[str]:
+    return board_domains([row.entry for row in rows]) if domains is None else domains
+
+
+def as_table(
+    rows: list[Row],
+    domain: str | None,
+    metric: str,
+    total: int,
+    domains: Sequence[str] | None = None,
+):
     """A rich table shaped like the reference's `tau2 leaderboard` one."""
     from rich.table import Table
 
+    domains = _shown_domains(rows, domains)
     table = Table(title=title(metric, domain), show_header=True, header_style="bold cyan")
-    for i, name in enumerate(columns(domain, metric)):
+    for i, name in enumerate(columns(domain, metric, domains)):
         if i == 0:
             table.add_column(name, style="dim", width=4)
         elif i == 1:
@@ -158,12 +194,15 @@ def as_table(rows: list[Row], domain: str | None, metric: str, total: int):
         else:
             table.add_column(name, justify="right")
     for row in rows:
-        table.add_row(*cells(row, domain, metric))
+        table.add_row(*cells(row, domain, metric, domains))
     return table
 
 
-def as_markdown(rows: list[Row], domain: str | None, metric: str) -> str:
-    head = columns(domain, metric)
+def as_markdown(
+    rows: list[Row], domain: str | None, metric: str, domains: Sequence[str] | None = None
+) -> str:
+    domains = _shown_domains(rows, domains)
+    head = columns(domain, metric, domains)
     lines = [
         f"**{title(metric, domain)}**",
         "",
@@ -172,7 +211,9 @@ def as_markdown(rows: list[Row], domain: str | None, metric: str) -> str:
     ]
     for row in rows:
         lines.append(
-            "| " + " | ".join(c.replace("|", "\\|") for c in cells(row, domain, metric)) + " |"
+            "| "
+            + " | ".join(c.replace("|", "\\|") for c in cells(row, domain, metric, domains))
+            + " |"
         )
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ validate` checks) plus two that protect the submitter:
 | board-domain      | the run's domain is one the board has (the schema's `Results`)        |
 | one-per-domain    | one run per domain                                                    |
 | same-models       | the same agent and user simulator, models and arguments, in every run |
-| retrieval-config  | a banking_knowledge run records its retrieval config (or one is given)|
+| retrieval-config  | a run of a domain with retrieval configs records its config (or one is given) |
 | no-secrets        | no API key in the recorded model arguments (the files are shared)     |
 | base-split        | every task of the domain's base split, as the data folder defines it  |
 | trial-count       | every task run the run's `num_trials` times                           |
@@ -23,6 +23,7 @@ submission could not be written without them).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,10 @@ def run_problems(
     *,
     verify: bool = True,
     data_dir: Path | None = None,
-    retrieval_config: str | None = None,
+    retrieval_config: str | Mapping[str, str | None] | None = None,
 ) -> list[Problem]:
-    """Every rule the runs break, in the order of the table above."""
+    """Every rule the runs break, in the order of the table above. `retrieval_config` is the
+    config given for the runs of domains with retrieval configs (one for all, or by domain)."""
     problems = [p for run in runs for p in _header_problems(run, board_domains)]
     if problems:
         return problems  # the later rules need a domain for every run
@@ -92,6 +94,12 @@ def run_problems(
         for run in runs:
             problems += verify_run(run, data_dir)
     return problems
+
+
+def off_board(runs: list[Run], board_domains: list[str]) -> Problem | None:
+    """The first run the board cannot take at all (no header, or a domain it does not rank,
+    a domain pack's say): checked before anything else is asked of a submission."""
+    return next((p for run in runs for p in _header_problems(run, board_domains)), None)
 
 
 def _header_problems(run: Run, board_domains: list[str]) -> list[Problem]:
@@ -153,15 +161,29 @@ def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
 
 
-def _retrieval(runs: list[Run], given: str | None) -> list[Problem]:
+def has_retrieval_configs(domain: str | None) -> bool:
+    """Whether a domain has retrieval configs (the board records the one a run used)."""
+    from tau_mcp.servers.domains.registry import domain_spec
+    from tau_mcp.servers.engine.errors import EngineError
+
+    try:
+        return domain is not None and domain_spec(domain).variants is not None
+    except EngineError:
+        return False
+
+
+def _retrieval(runs: list[Run], given: str | Mapping[str, str | None] | None) -> list[Problem]:
+    def given_for(run: Run) -> str | None:
+        return given.get(run.domain or "") if isinstance(given, Mapping) else given
+
     return [
         Problem(
             "retrieval-config",
-            f"the banking_knowledge run {run.path} records no retrieval config; pass "
-            "--retrieval-config NAME (the config it was run with, e.g. bm25_grep)",
+            f"the {run.domain} run {run.path} records no retrieval config; pass "
+            "--retrieval-config NAME (the config it was run with)",
         )
         for run in runs
-        if run.domain == "banking_knowledge" and not (run.retrieval_config or given)
+        if has_retrieval_configs(run.domain) and not (run.retrieval_config or given_for(run))
     ]
 
 

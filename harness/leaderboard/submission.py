@@ -21,10 +21,16 @@ from typing import Any
 
 from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 from tau_mcp.harness.leaderboard.metrics import BOARD_KS, DomainScores, domain_scores
-from tau_mcp.harness.leaderboard.rules import Problem, Run, run_problems
+from tau_mcp.harness.leaderboard.rules import (
+    Problem,
+    Run,
+    has_retrieval_configs,
+    off_board,
+    run_problems,
+)
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import journal_path, load_results
-from tau_mcp.harness.results_layouts import convert_document, detect, json_text
+from tau_mcp.harness.results.layouts import convert_document, detect, json_text
 
 REFERENCE_VERSION = "1.0.1"  # the tau2-bench release whose tasks, prompts and grading we run
 SUBMISSION_TYPES = ("standard", "custom")
@@ -194,6 +200,14 @@ def load_runs(paths: list[Path]) -> list[Run]:
     return runs
 
 
+def refuse_off_board(runs: list[Run], data_dir: Path | None = None) -> None:
+    """One sentence when a run is of a domain the board does not rank (before any metadata is
+    asked for: nothing else matters then)."""
+    problem = off_board(runs, board_domains(load_schema(data_dir)))
+    if problem is not None:
+        raise SubmissionError(str(problem))
+
+
 def domain_entry(scores: DomainScores, retrieval_config: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     for k in BOARD_KS:
@@ -202,7 +216,7 @@ def domain_entry(scores: DomainScores, retrieval_config: str | None) -> dict[str
             entry[f"pass_{k}"] = value
     if scores.cost is not None:
         entry["cost"] = scores.cost
-    if scores.domain == "banking_knowledge" and retrieval_config:
+    if retrieval_config and has_retrieval_configs(scores.domain):
         entry["retrieval_config"] = retrieval_config
     return entry
 

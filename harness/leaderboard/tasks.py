@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tau_mcp.servers.domains.registry import DOMAIN_NAMES, domain_spec
+from tau_mcp.servers.domains.registry import domain_names, domain_spec
 from tau_mcp.servers.engine.data import resolve_data_dir
 from tau_mcp.servers.engine.domain import Domain, DomainSpec
 from tau_mcp.servers.engine.tasks import Task
@@ -35,7 +35,7 @@ def normalized_task(raw: dict[str, Any] | Task) -> Any:
 
 def _domain(name: str, data_dir: Path) -> Domain:
     """The domain, or (for a domain this tau-mcp cannot serve yet) its task files alone."""
-    if name in DOMAIN_NAMES:
+    if name in domain_names():
         return Domain(domain_spec(name), data_dir)
     return Domain(DomainSpec(name=name, db_model=BaseModel, agent_tools=Toolkit), data_dir)
 

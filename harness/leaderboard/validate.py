@@ -17,10 +17,10 @@ from typing import Any
 
 from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 from tau_mcp.harness.leaderboard.metrics import BOARD_KS, domain_scores
-from tau_mcp.harness.leaderboard.rules import Run, run_problems
+from tau_mcp.harness.leaderboard.rules import Run, has_retrieval_configs, run_problems
 from tau_mcp.harness.leaderboard.schema import board_domains, load_schema, schema_problems
 from tau_mcp.harness.results import ResultsError, load_results
-from tau_mcp.harness.results_dir import META_FILE
+from tau_mcp.harness.results.folder import META_FILE
 
 
 @dataclass
@@ -75,11 +75,12 @@ def validate(folder: Path, data_dir: Path | None = None) -> Report:
     if not problems:
         report.passed.append(f"{SUBMISSION_FILE} matches the board's schema")
     results = submission.get("results") if isinstance(submission.get("results"), dict) else {}
-    banking = results.get("banking_knowledge")
-    if isinstance(banking, dict) and not banking.get("retrieval_config"):
-        report.errors.append(
-            "results.banking_knowledge has no retrieval_config (the board needs one)"
-        )
+    for domain, entry in results.items():
+        if has_retrieval_configs(domain) and isinstance(entry, dict):
+            if not entry.get("retrieval_config"):
+                report.errors.append(
+                    f"results.{domain} has no retrieval_config (the board needs one)"
+                )
     _check_trajectories(folder, submission, results, board_domains(schema), data_dir, report)
     return report
 
@@ -117,13 +118,12 @@ def _check_trajectories(
             report.errors.append(str(exc))
     if len(runs) != len(report.trajectories):
         return
-    banking = results.get("banking_knowledge") or {}
-    problems = run_problems(
-        runs,
-        domains,
-        data_dir=data_dir,
-        retrieval_config=banking.get("retrieval_config") if isinstance(banking, dict) else None,
-    )
+    recorded = {
+        domain: entry.get("retrieval_config")
+        for domain, entry in results.items()
+        if isinstance(entry, dict)
+    }
+    problems = run_problems(runs, domains, data_dir=data_dir, retrieval_config=recorded)
     report.errors += [str(p) for p in problems]
     if problems:
         return

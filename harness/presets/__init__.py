@@ -87,8 +87,16 @@ def cli_value(value: Any) -> Any:
     return value
 
 
-def option_flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+def option_flag(name: str, flags: dict[str, str] | None = None) -> str:
+    """The `tau-harness run` flag of the option a preset names by its Python name: the command's
+    own (`flags`: name -> first flag, as `run_flags` reads them; `retrieval_kwargs` is typed
+    `--retrieval-config-kwargs`), else the name spelled with dashes."""
+    return (flags or {}).get(name) or "--" + name.replace("_", "-")
+
+
+def run_flags(params: Any) -> dict[str, str]:
+    """Each option's first flag, from a click command's `params`."""
+    return {p.name: p.opts[0] for p in params if p.opts and p.opts[0].startswith("--")}
 
 
 def record(preset: Preset, applied: dict[str, Any], overridden: list[str]) -> dict[str, Any]:
@@ -101,12 +109,13 @@ def record(preset: Preset, applied: dict[str, Any], overridden: list[str]) -> di
     }
 
 
-def describe(preset: Preset) -> list[tuple[str, str]]:
-    """(option, value) rows as a user would type them."""
+def describe(preset: Preset, flags: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(name, flag, value) rows, flag and value as a user would type them."""
     rows = []
     for key, value in preset.options.items():
         shown = cli_value(value)
-        rows.append((option_flag(key), shown if isinstance(shown, str) else json.dumps(shown)))
+        text = shown if isinstance(shown, str) else json.dumps(shown)
+        rows.append((key, option_flag(key, flags), text))
     return rows
 
 
@@ -115,11 +124,12 @@ def apply(ctx: Any, preset: Preset) -> tuple[dict[str, Any], dict[str, Any]]:
     line (or in the environment), and the record of what it set. `ctx` is the click context of
     `tau-harness run`; each value goes through its option's own type and range checks."""
     params = {p.name: p for p in ctx.command.params}
+    flags = run_flags(ctx.command.params)
     missing = [key for key in preset.options if key not in params]
     if missing:
-        flags = ", ".join(option_flag(k) for k in missing)
+        names = ", ".join(option_flag(k) for k in missing)
         raise PresetError(
-            f"preset {preset.name} sets {flags}, which this tau-harness run does not have yet"
+            f"preset {preset.name} sets {names}, which this tau-harness run does not have yet"
         )
     values = dict(ctx.params)
     applied: dict[str, Any] = {}
@@ -135,7 +145,7 @@ def apply(ctx: Any, preset: Preset) -> tuple[dict[str, Any], dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001 - click's BadParameter, from typer's click copy
             reason = getattr(exc, "message", None) or str(exc)
             raise PresetError(
-                f"preset {preset.name}: {option_flag(key)} {raw!r} is not valid ({reason})"
+                f"preset {preset.name}: {option_flag(key, flags)} {raw!r} is not valid ({reason})"
             ) from None
         applied[key] = raw
     return values, record(preset, applied, overridden)

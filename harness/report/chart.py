@@ -13,9 +13,11 @@ LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 48  # room for the axes' labels
 LEGEND_ROW = 18
 
 
-def pass_hat_svg(runs: list[dict[str, Any]]) -> str:
+def pass_hat_svg(runs: list[dict[str, Any]], names: list[str] | None = None) -> str:
     """An `<svg>` element for inline HTML: pass^k in percent (0-100) against k, each run's
-    points joined by a line over its shaded confidence band, a legend at the lower left."""
+    points joined by a line over its shaded confidence band, a legend at the lower left that
+    names each run by `names` (default: its label)."""
+    shown = dict(zip((run["label"] for run in runs), names or [], strict=False))
     curves = [(run["label"], _points(run)) for run in runs]
     curves = [(label, points) for label, points in curves if points]
     ks = sorted({k for _, points in curves for k, *_ in points}) or [1]
@@ -82,7 +84,7 @@ def pass_hat_svg(runs: list[dict[str, Any]]) -> str:
         row = legend_top + index * LEGEND_ROW
         out.append(
             f'<rect x="{LEFT + 10}" y="{row + 3}" width="12" height="12" fill="{colour}"/>'
-            f'<text x="{LEFT + 28}" y="{row + 13}">{escape(label)}</text>'
+            f'<text x="{LEFT + 28}" y="{row + 13}">{escape(shown.get(label, label))}</text>'
         )
     out.append("</svg>")
     return "".join(out)

@@ -22,11 +22,17 @@ def money(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
-def leaderboard_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """`model | pass^1..4 | avg reward | cost`, as published tables lay it out (percent)."""
+def mixes_domains(runs: list[dict[str, Any]]) -> bool:
+    """Do these runs cover more than one domain (so each row needs its domain)?"""
+    return len({run["settings"]["domain"] for run in runs}) > 1
+
+
+def leaderboard_rows(runs: list[dict[str, Any]], with_domain: bool = False) -> list[list[str]]:
+    """`model | pass^1..4 | avg reward | cost`, as published tables lay it out (percent); with
+    the domain after the model when asked (a report that mixes domains)."""
     rows = []
     for run in runs:
-        row = [run["label"]]
+        row = [run["label"]] + ([str(run["settings"]["domain"])] if with_domain else [])
         row += [pct((run["pass_hat"].get(str(k)) or {}).get("value")) for k in LEADERBOARD_K]
         row.append(pct((run["avg_reward"] or {}).get("value")))
         row.append(money(run["cost"]["all"]["per_simulation"]))
@@ -44,14 +50,18 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def leaderboard(runs: list[dict[str, Any]]) -> str:
+    if mixes_domains(runs):
+        header = [LEADERBOARD_HEADER[0], "domain", *LEADERBOARD_HEADER[1:]]
+        return table(header, leaderboard_rows(runs, with_domain=True))
     return table(LEADERBOARD_HEADER, leaderboard_rows(runs))
 
 
 SIDE_NAMES = {"agent": "agent", "user": "user simulator", "infrastructure": "infrastructure"}
 
 
-def breakdown_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """Per run: failed simulations, how many fall on each side, and the categories."""
+def breakdown_rows(runs: list[dict[str, Any]], with_domain: bool = False) -> list[list[str]]:
+    """Per run: failed simulations, how many fall on each side, and the categories (with the
+    run's domain after its name when asked)."""
     rows = []
     for run in runs:
         f = run["failures"]
@@ -59,7 +69,9 @@ def breakdown_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
         if f["undiagnosed"]:
             categories = ", ".join(filter(None, [categories, f"undiagnosed {f['undiagnosed']}"]))
         rows.append(
-            [run["label"], str(f["failed"])]
+            [run["label"]]
+            + ([str(run["settings"]["domain"])] if with_domain else [])
+            + [str(f["failed"])]
             + [str(f["by_side"][side]) for side in SIDE_NAMES]
             + [categories or "-"]
         )
@@ -135,12 +147,16 @@ def reviews_section(run: dict[str, Any]) -> list[str]:
 def render(report: dict[str, Any]) -> str:
     runs = report["runs"]
     out = ["# tau-mcp report", "", "## Leaderboard (percent)", "", leaderboard(runs), ""]
-    out += ["## Error breakdown", "", table(BREAKDOWN_HEADER, breakdown_rows(runs)), ""]
+    mixed = mixes_domains(runs)
+    header = [BREAKDOWN_HEADER[0], "domain", *BREAKDOWN_HEADER[1:]] if mixed else BREAKDOWN_HEADER
+    out += ["## Error breakdown", "", table(header, breakdown_rows(runs, mixed)), ""]
     for run in runs:
         s = run["settings"]
         out += [f"## {run['label']}", ""]
         out.append(
-            f"Domain {s['domain']}; agent {s['agent']} ({s['agent_llm'] or '-'}); "
+            f"Domain {s['domain']}"
+            + (f" (retrieval config {s['retrieval']})" if s.get("retrieval") else "")
+            + f"; agent {s['agent']} ({s['agent_llm'] or '-'}); "
             f"user {s['user']} ({s['user_llm'] or '-'}); judge {s['judge_llm'] or '-'}; "
             f"{run['simulations']} simulations over {run['tasks']} tasks, "
             f"{run['infra_errors']} infrastructure errors (excluded). File: `{run['file']}`."
@@ -149,34 +165,25 @@ def render(report: dict[str, Any]) -> str:
         rows = [[f"pass^{k}", with_ci(v)] for k, v in run["pass_hat"].items()]
         rows.append(["average reward", with_ci(run["avg_reward"])])
         rows.append(["DB match", pct(run["db_match_rate"])])
-        for part in ("agent", "user", "judge", "all"):
-            c = run["cost"][part]
-            rows.append(
-                [
-                    f"{part} cost (total / per sim)",
-                    f"{money(c['total'])} / {money(c['per_simulation'])}",
-                ]
-            )
-        rows.append(
-            [
-                "tokens (prompt / completion)",
-                f"{run['tokens']['prompt']} / {run['tokens']['completion']}",
-            ]
-        )
+        out += [table(["metric (percent)", "value [95% CI]"], rows), ""]
+        costs = [
+            [part, money(run["cost"][part]["total"]), money(run["cost"][part]["per_simulation"])]
+            for part in ("agent", "user", "judge", "all")
+        ]
         review = run["cost"].get("review") or {}
         if review.get("total") is not None:
-            rows.append(
-                [
-                    "LLM review cost, apart (total / per sim)",
-                    f"{money(review['total'])} / {money(review['per_simulation'])}",
-                ]
+            costs.append(
+                ["LLM review (apart)", money(review["total"]), money(review["per_simulation"])]
             )
+        out += [table(["cost", "total", "per simulation"], costs), ""]
         duration = run["avg_duration"]
-        rows.append(["duration / sim", "-" if duration is None else f"{duration:.2f}s"])
-        rows.append(
-            ["endings", ", ".join(f"{k}: {v}" for k, v in run["terminations"].items()) or "-"]
-        )
-        out += [table(["metric (percent, 95% CI)", "value"], rows), ""]
+        endings = ", ".join(f"{k}: {v}" for k, v in run["terminations"].items()) or "-"
+        out += [
+            f"Tokens (prompt / completion): {run['tokens']['prompt']} / "
+            f"{run['tokens']['completion']}; duration per simulation: "
+            f"{'-' if duration is None else f'{duration:.2f}s'}; endings: {endings}.",
+            "",
+        ]
         if run.get("noise"):
             out += [f"Noise: {run['noise']['statement']}", ""]
         out += failures_section(run) + reviews_section(run)

@@ -91,6 +91,16 @@ def bootstrap_mean(scores: Sequence[float], level: float = 0.95) -> Interval:
     return Interval(estimate, low, high)
 
 
+#: The smallest p-value written as a number; below it a report says `p < 0.0001`.
+P_FLOOR = 0.0001
+
+
+def format_p(p: float) -> str:
+    """A p-value as a report writes it: four decimals, and `p < 0.0001` below that (four
+    decimals would round it to a `p = 0.0000` no test can give)."""
+    return f"p < {P_FLOOR:g}" if p < P_FLOOR else f"p = {p:.4f}"
+
+
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs (tasks solved by one run only)."""
     n = only_a + only_b
@@ -169,7 +179,7 @@ def mcnemar_test(a: dict[str, list[bool]], b: dict[str, list[bool]]) -> McNemar:
     return McNemar(
         p,
         f"McNemar exact test on the {len(a)} tasks ({only_a} solved by the first run only, "
-        f"{only_b} by the second only): p = {p:.4f}.",
+        f"{only_b} by the second only): {format_p(p)}.",
     )
 
 

@@ -7,8 +7,10 @@ never disagree on a figure.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ from tau_mcp.harness.report.failures import (
 )
 from tau_mcp.harness.report.reviews import review_digest
 from tau_mcp.harness.report.stats import bootstrap_mean, mcnemar_test, paired_difference
+from tau_mcp.servers.domains.registry import domain_spec
+from tau_mcp.servers.engine.errors import UnknownDomain
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -46,11 +50,34 @@ def judge_cost(sim: dict[str, Any]) -> float | None:
     return float(info.get("cost") or 0.0)
 
 
+@cache
+def has_retrieval_configs(domain: str | None) -> bool:
+    """Does this domain run under a retrieval config (banking_knowledge)? False for a domain
+    tau-mcp does not know."""
+    try:
+        return domain is not None and domain_spec(domain).variants is not None
+    except (UnknownDomain, ImportError):
+        return False
+
+
+def retrieval_of(info: dict[str, Any], domain: str | None) -> str | None:
+    """The retrieval config a run used, as people read it (`bm25 top_k=5`): its name and
+    options; "not recorded" for a domain that has them when the file does not say; None for
+    a domain without them."""
+    name = info.get("retrieval_config")
+    if not name:
+        return "not recorded" if has_retrieval_configs(domain) else None
+    options = info.get("retrieval_config_kwargs") or {}
+    shown = (v if isinstance(v, str) else json.dumps(v) for v in options.values())
+    return " ".join([str(name), *(f"{k}={v}" for k, v in zip(options, shown, strict=True))])
+
+
 def settings_of(document: dict[str, Any]) -> dict[str, Any]:
     info = document.get("info") or {}
     agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
+    domain = (info.get("environment_info") or {}).get("domain_name")
     return {
-        "domain": (info.get("environment_info") or {}).get("domain_name"),
+        "domain": domain,
         "agent": agent.get("implementation"),
         "agent_llm": agent.get("llm"),
         "agent_llm_args": agent.get("llm_args"),
@@ -63,12 +90,18 @@ def settings_of(document: dict[str, Any]) -> dict[str, Any]:
         "max_errors": info.get("max_errors"),
         "seed": info.get("seed"),
         "git_commit": info.get("git_commit"),
+        "retrieval_config": info.get("retrieval_config"),
+        "retrieval_config_kwargs": info.get("retrieval_config_kwargs"),
+        "retrieval": retrieval_of(info, domain),
     }
 
 
 def _label(settings: dict[str, Any], path: Path) -> str:
+    """How every format names a run; a run under a retrieval config is named with it, since
+    the config changes the agent's tools and so what the score means."""
     who = settings.get("agent_llm") or settings.get("agent") or "run"
-    return f"{who} ({path.stem})"
+    retrieval = settings.get("retrieval")
+    return f"{who} ({path.stem}; retrieval {retrieval})" if retrieval else f"{who} ({path.stem})"
 
 
 def _mean(values: list[float]) -> float | None:

@@ -134,7 +134,7 @@ class ServeApp:
                 "trial": s.trial,
                 "status": s.status,
                 "mcp": s.mcp_path,
-                "reward": ((s.record or {}).get("reward_info") or {}).get("reward"),
+                "reward": s.record.reward if s.record is not None else None,
             }
             for s in self.hub.simulations.values()
         ]

@@ -33,6 +33,7 @@ from tau_mcp.harness import redaction
 from tau_mcp.harness.agents import AgentContext
 from tau_mcp.harness.backends import InfrastructureError
 from tau_mcp.harness.errors import ConfigError
+from tau_mcp.harness.results import SimulationRecord
 from tau_mcp.harness.serve.host import hosted
 from tau_mcp.harness.serve.simulation import Simulation, SimulationHub, serve_simulations
 from tau_mcp.harness.simulate import SimulationRunner, with_retries
@@ -89,12 +90,12 @@ class CommandExecutor:
             finally:
                 await self.hub.close()
 
-    async def simulate(self, task: Task, trial: int, seed: int) -> dict[str, Any]:
+    async def simulate(self, task: Task, trial: int, seed: int) -> SimulationRecord:
         return await with_retries(
             lambda: self._attempt(task, trial), self.simulations.config, task, trial, seed
         )
 
-    async def _attempt(self, task: Task, trial: int) -> dict[str, Any]:
+    async def _attempt(self, task: Task, trial: int) -> SimulationRecord:
         simulation = self.hub.create(task.id, trial)
         with tempfile.TemporaryDirectory(prefix="tau-agent-") as folder:
             env = self._environment(simulation, Path(folder))
@@ -118,14 +119,14 @@ class CommandExecutor:
         assert record is not None
         self.hub.simulations.pop(simulation.id, None)  # the run keeps the record from here
         exit_code = outcome["exit_code"]
-        if record.get("termination_reason") == "infrastructure_error":
-            raise InfrastructureError(str((record.get("info") or {}).get("error")))
+        if record.infrastructure_error:
+            raise InfrastructureError(str((record.info or {}).get("error")))
         if outcome["moves"] == 0 and exit_code not in (0, None) and not outcome["timed_out"]:
             raise InfrastructureError(
                 f"the agent command exited with code {exit_code} before its first call: "
                 f"{tail.strip()[-500:]}"
             )
-        record["info"]["agent_command"] = {**outcome, "output_tail": tail}
+        record.info["agent_command"] = {**outcome, "output_tail": tail}
         return record
 
     def _environment(self, simulation: Simulation, folder: Path) -> dict[str, str]:

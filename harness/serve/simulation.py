@@ -26,9 +26,8 @@ from tau_mcp.conversation.messages import dump_message, now
 from tau_mcp.grading import Grader
 from tau_mcp.harness.backends import EpisodeBackend
 from tau_mcp.harness.config import RunConfig, trial_seed
-from tau_mcp.harness.metrics import INFRA
 from tau_mcp.harness.orchestrator import Orchestrator, Termination
-from tau_mcp.harness.results import ResultsError, ResultsFile, load_results
+from tau_mcp.harness.results import ResultsError, ResultsFile, SimulationRecord, load_results
 from tau_mcp.harness.runner import keep_finished
 from tau_mcp.harness.seat import OutsideAgent, current_seat
 from tau_mcp.harness.serve.channel import Answer, MoveChannel
@@ -86,7 +85,7 @@ class Simulation:
         self.id = str(uuid.uuid4())
         self.runner, self.task, self.trial, self.seed = runner, task, trial, seed
         self.channel = MoveChannel()
-        self.record: dict[str, Any] | None = None
+        self.record: SimulationRecord | None = None
         self.created = now()
         self.finished = asyncio.Event()
         self.ended_at: float | None = None  # time.monotonic() when its record was settled
@@ -120,19 +119,19 @@ class Simulation:
             record = self._failure(f"{type(exc).__name__}: {exc}")
         self._finish(record, on_finished)
 
-    def _failure(self, error: str) -> dict[str, Any]:
+    def _failure(self, error: str) -> SimulationRecord:
         return self.runner.infrastructure_record(self.task.id, self.trial, self.seed, error)
 
-    def _finish(self, record: dict[str, Any], on_finished) -> None:
+    def _finish(self, record: SimulationRecord, on_finished) -> None:
         """Settle the record: saved first (`on_finished` journals it), then answered."""
-        record["id"] = self.id
+        record.id = self.id
         self.record = record
         final = _final_answer(record)
         if on_finished is not None:
             try:
                 on_finished(self)
             except ResultsError as exc:
-                record.setdefault("info", {})["not_saved"] = str(exc)
+                record.info = {**(record.info or {}), "not_saved": str(exc)}
                 final = Answer(
                     f"The conversation is over, but its result was not saved: {exc}", True
                 )
@@ -140,7 +139,7 @@ class Simulation:
         self.channel.close(final, _refusal(record))
         self.finished.set()
 
-    async def end(self) -> dict[str, Any]:
+    async def end(self) -> SimulationRecord:
         """End from the agent's side if still open; wait for the graded record."""
         if not self.channel.closed:
             await self.channel.stop()
@@ -162,26 +161,19 @@ class Simulation:
     def view(self) -> dict[str, Any]:
         """The simulation in the reference's results layout; `reward_info` once it has ended."""
         if self.record is not None:
-            return {**self.record, "info": {**self.record.get("info", {}), "status": "ended"}}
+            view = self.record.layout()
+            return {**view, "info": {**(view.get("info") or {}), "status": "ended"}}
         orchestrator = self.channel.orchestrator
         messages = [dump_message(m) for m in orchestrator.trajectory] if orchestrator else []
-        return {
-            "id": self.id,
-            "task_id": self.task.id,
-            "timestamp": self.created,
-            "start_time": self.created,
-            "end_time": None,
-            "duration": None,
-            "termination_reason": None,
-            "agent_cost": None,
-            "user_cost": None,
-            "reward_info": None,
-            "messages": messages,
-            "trial": self.trial,
-            "seed": self.seed,
-            "mode": "half_duplex",
-            "info": {"status": self.status},
-        }
+        return SimulationRecord.in_progress(
+            id=self.id,
+            task_id=self.task.id,
+            trial=self.trial,
+            seed=self.seed,
+            started=self.created,
+            messages=messages,
+            status=self.status,
+        ).layout()
 
 
 _ENDINGS = {
@@ -194,23 +186,23 @@ _ENDINGS = {
 }
 
 
-def _final_answer(record: dict[str, Any]) -> Answer:
+def _final_answer(record: SimulationRecord) -> Answer:
     """The result of the move that was in flight when the conversation ended."""
-    reason = record.get("termination_reason")
-    if reason == INFRA:
-        error = (record.get("info") or {}).get("error", "")
+    reason = record.termination_reason
+    if record.infrastructure_error:
+        error = (record.info or {}).get("error", "")
         return Answer(f"The simulation failed and is over ({error}).", True)
     ending = _ENDINGS.get(str(reason), f"The conversation is over ({reason}).")
     note = f"{ending} Nothing more to do: further calls on this endpoint are refused."
-    last = (record.get("messages") or [None])[-1]
+    last = (record.messages or [None])[-1]
     if reason == Termination.USER_STOP.value and last and last.get("content"):
         return Answer(f"{last['content']}\n\n[{note}]")
     return Answer(f"[{note}]", reason not in (Termination.USER_STOP, Termination.AGENT_STOP))
 
 
-def _refusal(record: dict[str, Any]) -> str:
+def _refusal(record: SimulationRecord) -> str:
     return (
-        f"Error: this simulation has ended ({record.get('termination_reason')}); "
+        f"Error: this simulation has ended ({record.termination_reason}); "
         "start a new one with POST /simulations."
     )
 
@@ -308,7 +300,7 @@ class SimulationHub:
                 self.write_error = str(exc)
                 log.error("%s; tau-harness serve takes no new simulations", exc)
             raise
-        if simulation.record.get("termination_reason") != INFRA:
+        if not simulation.record.infrastructure_error:
             self._saved.add((simulation.task.id, simulation.trial))
 
     # --- the memory policy ----------------------------------------------------------------------

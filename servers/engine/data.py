@@ -64,22 +64,26 @@ def is_demo(data_dir: Path) -> bool:
     return data_dir.resolve() == DEMO_DIR
 
 
+def demo_domains() -> list[str]:
+    """The domain folders of the bundled demo set (what runs with no data folder set)."""
+    folder = domain_dir(DEMO_DIR, "")
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
 @dataclass(frozen=True)
 class DataLocation:
     """Where a domain's data folder is: `layout` (a relative path; `{folder}` is the domain's
-    folder name) under a root folder. With no `env_var`, the root is the data folder the
-    domains are loaded with (tau2's: `--data-dir`, $TAU2_DATA_DIR, ...); with one, the folder
-    that environment variable names, else `default_root` (say, a folder shipped with the code
-    that defines the domain)."""
+    folder name) under a root folder: the folder `env_var` names when it is set, else
+    `default_root` (say, a folder shipped with a domain pack's code), else the data folder the
+    domains are loaded with (tau2's: `--data-dir`, $TAU2_DATA_DIR, ...). A location with an
+    `env_var` and no `default_root` needs the variable set."""
 
     layout: str = "tau2/domains/{folder}"
     env_var: str | None = None
     default_root: Path | None = None
 
     def root(self, data_dir: Path) -> Path:
-        if self.env_var is None:
-            return data_dir
-        raw = os.environ.get(self.env_var)
+        raw = os.environ.get(self.env_var) if self.env_var is not None else None
         if raw:
             path = Path(raw).expanduser().resolve()
             if not path.is_dir():
@@ -87,6 +91,8 @@ class DataLocation:
             return path
         if self.default_root is not None:
             return self.default_root
+        if self.env_var is None:
+            return data_dir
         raise DataError(
             f"no data folder: set {self.env_var} to the folder holding "
             f"{self.layout.format(folder='<domain>')}"
@@ -95,6 +101,15 @@ class DataLocation:
     def folder(self, data_dir: Path, folder_name: str) -> Path:
         """The domain's data folder (DataError when its root is not set)."""
         return self.root(data_dir) / self.layout.format(folder=folder_name)
+
+    @classmethod
+    def beside(
+        cls, module_file: str | os.PathLike, folder: str = "data", env_var: str | None = None
+    ) -> DataLocation:
+        """A domain pack's data shipped with its code: the folder `folder` next to the module
+        whose `__file__` is given, unless `env_var` is set, naming another data folder."""
+        root = Path(module_file).resolve().parent / folder
+        return cls(layout=".", env_var=env_var, default_root=root)
 
 
 # tau2's layout: `tau2/domains/<folder>` of the data folder the domains are loaded with.

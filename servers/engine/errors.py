@@ -13,6 +13,11 @@ class DataError(EngineError):
     status = 500
 
 
+class DomainPackError(DataError):
+    """A domain pack cannot be used: it fails to import, declares no valid spec, or its name
+    is taken."""
+
+
 class NotFound(EngineError):
     """A named domain, task, episode or tool does not exist."""
 

@@ -17,6 +17,7 @@ import sys
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tau_mcp.servers.domains.discovery import PATH_ENV
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.surfaces import ShownTool, View, register_surface
 
@@ -66,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
             "and the control plane at /control/*. Takes the arguments EP's own server script takes."
         ),
     )
-    parser.add_argument("--domain", default="airline", help="mock, airline, retail or telecom")
+    # EP's rollout processor always names the domain.
+    parser.add_argument(
+        "--domain", required=True, help="the domain to serve (`tau-harness domains` lists them)"
+    )
     parser.add_argument(
         "--port",
         type=int,
@@ -89,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-workers", type=int, default=None, help="accepted for EP compatibility; unused"
     )
     parser.add_argument("--data-dir", default=None, help="data folder (default: $TAU2_DATA_DIR)")
+    parser.add_argument(
+        "--domain-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a domain pack's folder, or a folder of packs (repeatable; also $TAU_DOMAIN_PATH)",
+    )
     parser.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN'")
     parser.add_argument("--log-level", default="warning")
     return parser
@@ -125,14 +136,16 @@ def script_path() -> str:
 def config_text() -> str:
     """What `tau-server config eval-protocol` prints: the one line to change in an EP benchmark."""
     lines = [
-        "# In an Eval Protocol tau2 benchmark (e.g. test_tau_bench_airline.py), replace",
+        "# In an Eval Protocol tau2 benchmark (e.g. EP's test_tau_bench_airline.py), replace",
         "#     server_script_path=get_server_script_path(),",
         "# with",
         f'    server_script_path="{script_path()}",',
         "# and, if EP's `python` is not this environment's, tell the script where tau-mcp is:",
         f"export TAU_MCP_PYTHON={sys.executable}",
+        "# A domain pack that is not installed: name its folder (the script passes it on)",
+        f"export {PATH_ENV}=PACK_FOLDER",
         "# Rows that start each session from its task's initial state, graded by the server:",
-        "tau-harness export ep-rows --domain airline --split base -o airline_rows.jsonl",
+        "tau-harness export ep-rows --domain NAME --split base -o NAME_rows.jsonl",
     ]
     return "\n".join(lines)
 
@@ -140,6 +153,9 @@ def config_text() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the server until stopped, with tau-server's connection policy; 2 with one sentence
     on stderr for bad input."""
+    from pathlib import Path
+
+    from tau_mcp.servers.domains.registry import add_domain_paths
     from tau_mcp.servers.engine.errors import EngineError
     from tau_mcp.servers.http_server import BindError, ConnectionPolicy, bind_socket, run
 
@@ -157,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
+        for path in args.domain_path:
+            if not Path(path).is_dir():
+                raise EngineError(f"domain path {path} is not a folder")
+        add_domain_paths(args.domain_path)
         app = build_app(args.domain, args.data_dir, args.token)
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)

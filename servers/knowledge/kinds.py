@@ -23,7 +23,8 @@ from tau_mcp.servers.engine.call_context import current_episode
 from tau_mcp.servers.knowledge.backends import BackendKind, Requirement, env_var, register
 from tau_mcp.servers.knowledge.documents import KnowledgeBase
 
-TEXTS_WHERE = "tau2/reference_texts/banking_knowledge.json, retrieval_model_texts"
+#: Where the texts below come from: the domain's reference texts, `retrieval_model_texts`.
+TEXTS_WHERE = "the domain's reference texts (tau2/reference_texts/), retrieval_model_texts"
 
 
 def _missing(description: str) -> Requirement:

@@ -32,7 +32,8 @@ def namespace_tree() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="tau-mcp-graph-") as tmp:
         package = Path(tmp) / NAMESPACE
         package.mkdir()
-        (package / "__init__.py").symlink_to(ROOT / NAMESPACE / "__init__.py")
+        for module in (ROOT / NAMESPACE).glob("*.py"):  # the namespace's own modules
+            (package / module.name).symlink_to(module)
         for folder in CODE_FOLDERS:
             (package / folder).symlink_to(ROOT / folder, target_is_directory=True)
         yield Path(tmp)

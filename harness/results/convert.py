@@ -1,7 +1,7 @@
 """`tau-harness convert-results`: a results file or folder into another layout, whole or not at all.
 
 In place by default, as the reference converts (a `.bak` copy of what is replaced unless
-`--no-backup`), or into a new path with `-o`. Layouts: see `tau_mcp.harness.results_layouts`.
+`--no-backup`), or into a new path with `-o`. Layouts: see `tau_mcp.harness.results.layouts`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tau_mcp.harness.results import atomic_write, journal_path
-from tau_mcp.harness.results_dir import META_FILE, SIMULATIONS_DIR, LayoutError, dir_paths
-from tau_mcp.harness.results_layouts import (
+from tau_mcp.harness.results.file import atomic_write, journal_path
+from tau_mcp.harness.results.folder import META_FILE, SIMULATIONS_DIR, LayoutError, dir_paths
+from tau_mcp.harness.results.layouts import (
     Layout,
     convert_document,
     detect,

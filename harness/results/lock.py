@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tau_mcp.harness.results import ResultsError
+from tau_mcp.harness.results.file import ResultsError
 
 
 class ResultsLocked(ResultsError):

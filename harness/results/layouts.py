@@ -1,7 +1,9 @@
 """The three layouts of a results file on disk, read and written without losing a byte.
 
-- `tau-mcp`: ours (`tau_mcp.harness.results.ResultsFile`): one JSON file, the header indented by one
-  space and each simulation serialized on its own, non-ASCII text escaped.
+- `tau-mcp`: ours: one JSON file, the header indented by one space and each simulation
+  serialized on its own (so a run appends one without rewriting the others), non-ASCII text
+  escaped. A run's `ResultsFile` and every whole-document writer (`evaluate`, `review`,
+  `convert-results`) use this module's writer, so they write the same bytes.
 - `json`: the reference's single file, as `tau2 run` writes it: two-space indent, non-ASCII
   escaped, top-level keys in the reference's order (timestamp, info, tasks, simulations,
   simulation_index, then any others).
@@ -24,11 +26,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from tau_mcp.harness.redaction import redact_document
-from tau_mcp.harness.results import ResultsFile
-from tau_mcp.harness.results_dir import (
+from tau_mcp.harness.results.folder import (
     INDEX_KEY,
     META_FILE,
     SIMULATIONS_DIR,
@@ -77,16 +76,26 @@ def read(path: Path) -> dict[str, Any]:
 # --- writing ---------------------------------------------------------------------------------
 
 
-def tau_mcp_text(document: dict[str, Any]) -> str:
-    """Our layout, by our results writer itself."""
-    document = redact_document(document)  # as every writer: no key reaches the file
-    results = ResultsFile(None, {}, [])
-    results.header = {k: v for k, v in document.items() if k != "simulations"}
-    if not results.header:
+def serialize_simulation(simulation: dict[str, Any]) -> str:
+    """One simulation as our layout holds it (a run serializes each once, as it finishes)."""
+    return json.dumps(simulation, indent=1, default=str)
+
+
+def ours_text(header: dict[str, Any], serialized: list[str]) -> str:
+    """Our layout: the header (everything but the simulations, in its order), then the
+    simulations, each as `serialize_simulation` wrote it."""
+    head = json.dumps(header, indent=1, default=str)
+    if not head.endswith("\n}"):
         raise LayoutError("a results file needs a header (info, tasks) besides its simulations")
-    for sim in document["simulations"]:
-        results.add(sim, save=False)
-    return results.text()
+    body = ",\n".join(serialized)
+    return f'{head[:-2]},\n "simulations": [\n{body}\n ]\n}}\n'
+
+
+def tau_mcp_text(document: dict[str, Any]) -> str:
+    """A whole document in our layout (keys redacted, as every writer redacts them)."""
+    document = redact_document(document)
+    header = {k: v for k, v in document.items() if k != "simulations"}
+    return ours_text(header, [serialize_simulation(sim) for sim in document["simulations"]])
 
 
 def _reference_order(document: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +126,8 @@ def simulation_index(simulations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def dir_files(document: dict[str, Any]) -> dict[str, bytes]:
     """The reference's folder layout: relative path -> bytes (keys redacted)."""
+    import orjson  # the reference's float forms; only converting needs it, not every run
+
     document = redact_document(document)
     meta = {k: v for k, v in _reference_order(document).items() if k != "simulations"}
     meta[INDEX_KEY] = simulation_index(document["simulations"])

@@ -1,6 +1,7 @@
-"""The reference's folder layout of a results file (`results.json` beside `simulations/`), read
-as one document. Both the results reader (`tau_mcp.harness.results.load_results`) and the layout
-converter (`tau_mcp.harness.results_layouts`) use it; see the latter for the three layouts.
+"""Reading results from disk: the reference's folder layout (`results.json` beside
+`simulations/`) as one document, and a single JSON file. Both the results reader
+(`tau_mcp.harness.results.load`) and the layout converter (`tau_mcp.harness.results.layouts`)
+read through here; see the latter for the three layouts.
 """
 
 from __future__ import annotations
@@ -39,13 +40,20 @@ def _has_simulations_key(path: Path) -> bool:
     return not isinstance(data, dict) or "simulations" in data
 
 
-def read_json(path: Path) -> Any:
+def read_json_text(path: Path) -> tuple[Any, str]:
+    """A JSON file of a results file or folder, and its text (searched for keys before
+    anything is walked); one sentence when it cannot be read."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        return json.loads(text), text
     except FileNotFoundError:
         raise LayoutError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LayoutError(f"cannot read {path} ({exc})") from None
+
+
+def read_json(path: Path) -> Any:
+    return read_json_text(path)[0]
 
 
 def read_dir(path: Path) -> dict[str, Any]:
