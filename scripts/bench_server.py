@@ -5,7 +5,17 @@ Prints the p50 of an MCP tool call round trip over HTTP, the p50 of episode crea
 (an MCP `ping` and a plain `GET /health` on the same server), and calls per second with many
 concurrent episodes.
 
+With `--reference PYTHON` (an interpreter that can import the reference tau2-bench, installed
+outside this repository), it instead runs the reference's own REST environment server
+(`tau2.environment.server.EnvironmentServer`, served as the reference serves it: its `run()`,
+uvicorn's defaults) beside `tau-server serve`, and measures each server process's CPU per
+equivalent tool call (the reference: `POST /tools/{name}` with the arguments; ours: a
+sessionless MCP `tools/call` on an episode's agent endpoint) in interleaved rounds, the order
+alternating, with the load average printed at every round. CPU is read from
+`/proc/PID/task/*/schedstat` (nanoseconds on the CPU, every thread of the process).
+
     python scripts/bench_server.py [--domain airline] [--data-dir DIR] [--episodes 200]
+    python scripts/bench_server.py --reference /tmp/ref-venv/bin/python [--rounds 20] [--round-calls 500] [--inflight 1]
 """
 
 from __future__ import annotations
@@ -220,6 +230,208 @@ async def run(domain: str, base: str, episodes: int, calls_each: int, pid: int) 
         )
 
 
+# --- side by side with the reference's REST server -----------------------------------------
+# Run by the reference's interpreter: its environment server for one domain, served by its own
+# `run()` (uvicorn with its defaults) on the given port.
+REFERENCE_SERVER = """
+import sys
+from tau2.environment.server import EnvironmentServer
+from tau2.registry import registry
+EnvironmentServer(registry.get_env_constructor(sys.argv[1])()).run(host="127.0.0.1", port=int(sys.argv[2]))
+"""
+
+
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds every thread of a process has spent on a CPU (Linux schedstat)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+        except FileNotFoundError:  # a thread that just ended
+            pass
+    return total
+
+
+def wait_until_up(port: int, path: str, proc: subprocess.Popen, what: str) -> None:
+    import http.client
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited at start ({proc.returncode})")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", path)
+            connection.getresponse().read()
+            connection.close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{what} did not start within 180 s")
+
+
+class Caller:
+    """Kept-alive connections to one server, each making one request at a time (`inflight`
+    of them at once, on threads): what the server spends per request."""
+
+    def __init__(
+        self, port: int, pid: int, path: str, body: bytes | None, headers: dict, inflight: int
+    ) -> None:
+        self.port, self.pid, self.path, self.body, self.headers = port, pid, path, body, headers
+        self.method = "GET" if body is None else "POST"
+        self.connections = [self._connect() for _ in range(inflight)]
+
+    def _connect(self):
+        import http.client
+
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def call(self, index: int = 0) -> bytes:
+        connection = self.connections[index]
+        connection.request(self.method, self.path, body=self.body, headers=self.headers)
+        response = connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise SystemExit(f"{self.path} answered {response.status}: {data[:300]!r}")
+        return data
+
+    def reconnect(self) -> None:
+        """Fresh connections (not counted): the reference's server (uvicorn's defaults) closes
+        one idle for 5 s, as they may be while the other server is measured."""
+        for index, connection in enumerate(self.connections):
+            connection.close()
+            self.connections[index] = self._connect()
+            self.call(index)
+
+    def cpu_per_call_ms(self, calls: int) -> float:
+        """The server's CPU per call over `calls` calls, `inflight` at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.reconnect()
+        share = calls // len(self.connections)
+
+        def run(index: int) -> None:
+            for _ in range(share):
+                self.call(index)
+
+        before = cpu_ns(self.pid)
+        if len(self.connections) == 1:
+            run(0)
+        else:
+            with ThreadPoolExecutor(len(self.connections)) as pool:
+                list(pool.map(run, range(len(self.connections))))
+        return (cpu_ns(self.pid) - before) / 1e6 / (share * len(self.connections))
+
+
+def compare_with_reference(options: argparse.Namespace) -> None:
+    import http.client
+
+    domain = options.domain
+    name, arguments = READ_CALL[domain]
+    env = dict(os.environ)
+    if options.data_dir:
+        env["TAU2_DATA_DIR"] = options.data_dir
+    ref_port, our_port = free_port(), free_port()
+    reference = subprocess.Popen(
+        [options.reference, "-c", REFERENCE_SERVER, domain, str(ref_port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
+    command += ["--port", str(our_port), "--domains", domain]
+    if options.data_dir:
+        command += ["--data-dir", options.data_dir]
+    ours = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_up(ref_port, "/api/openapi.json", reference, "the reference's server")
+        wait_until_up(our_port, "/health", ours, "tau-server")
+        connection = http.client.HTTPConnection("127.0.0.1", our_port, timeout=60)
+        connection.request(
+            "POST", f"/{domain}/episodes", body=b"{}", headers={"content-type": "application/json"}
+        )
+        agent = json.loads(connection.getresponse().read())["agent_mcp"]
+        connection.close()
+        params = {"name": name, "arguments": arguments, "_meta": MODERN_META}
+        mcp_headers = {
+            **HEADERS,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": name,
+        }
+        callers = {
+            "reference REST": Caller(
+                ref_port,
+                reference.pid,
+                f"/tools/{name}",
+                json.dumps(arguments).encode(),
+                {"content-type": "application/json"},
+                options.inflight,
+            ),
+            "tau-server MCP": Caller(
+                our_port,
+                ours.pid,
+                agent,
+                rpc("tools/call", params, 1),
+                mcp_headers,
+                options.inflight,
+            ),
+            "tau-server GET /health": Caller(
+                our_port, ours.pid, "/health", None, {}, options.inflight
+            ),
+        }
+        reference_text = json.loads(callers["reference REST"].call())
+        ours_text = json.loads(
+            json.loads(callers["tau-server MCP"].call())["result"]["content"][0]["text"]
+        )
+        same = "the same" if reference_text == ours_text else "DIFFERENT"
+        print(f"{domain}.{name}({json.dumps(arguments)}): both servers answer {same} record")
+        for caller in callers.values():  # warm up: first calls, caches, allocator
+            for _ in range(300):
+                caller.call()
+        print(
+            f"{options.rounds} rounds, each of {options.round_calls} calls ({options.inflight} in "
+            f"flight) to each server in turn (the order alternating); server CPU per call "
+            f"(schedstat), {os.cpu_count()} cores:"
+        )
+        samples: dict[str, list[float]] = {label: [] for label in callers}
+        ratios = []
+        for round_ in range(options.rounds):
+            load = os.getloadavg()[0]
+            order = list(callers) if round_ % 2 == 0 else list(callers)[::-1]
+            got = {label: callers[label].cpu_per_call_ms(options.round_calls) for label in order}
+            for label, value in got.items():
+                samples[label].append(value)
+            ref_ms, our_ms = got["reference REST"], got["tau-server MCP"]
+            ratios.append(ref_ms / our_ms)
+            print(
+                f"  round {round_ + 1:>2} (load {load:.2f}): reference {ref_ms:.3f} ms, "
+                f"tau-server {our_ms:.3f} ms, {ratios[-1]:.2f}x "
+                f"(its HTTP floor, GET /health: {got['tau-server GET /health']:.3f} ms)",
+                flush=True,
+            )
+        ref_ms = statistics.median(samples["reference REST"])
+        our_ms = statistics.median(samples["tau-server MCP"])
+        floor_ms = statistics.median(samples["tau-server GET /health"])
+        ratio = ref_ms / our_ms
+        verdict = "met" if ratio >= 3 else "NOT met"
+        print(
+            f"median: reference {ref_ms:.3f} ms, tau-server {our_ms:.3f} ms per call: "
+            f"{ratio:.2f}x less CPU (median of the rounds' ratios {statistics.median(ratios):.2f}x; "
+            f"goal >= 3x: {verdict}); tau-server's HTTP floor (GET /health) {floor_ms:.3f} ms; "
+            f"load average {os.getloadavg()[0]:.2f} at the end"
+        )
+    finally:
+        for proc in (reference, ours):
+            proc.terminate()
+        for proc in (reference, ours):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domain", default="airline")
@@ -232,7 +444,20 @@ def main() -> None:
         default="modern",
         help="modern: sessionless 2026-07-28; legacy: initialize + Mcp-Session-Id",
     )
+    parser.add_argument(
+        "--reference",
+        metavar="PYTHON",
+        help="compare with the reference's REST server, run by this interpreter (tau2 importable)",
+    )
+    parser.add_argument("--rounds", type=int, default=20, help="--reference: interleaved rounds")
+    parser.add_argument(
+        "--inflight", type=int, default=1, help="--reference: calls in flight to each server"
+    )
+    parser.add_argument("--round-calls", type=int, default=500, help="--reference: calls per round")
     options = parser.parse_args()
+    if options.reference:
+        compare_with_reference(options)
+        return
     global PROTOCOL, DATA_DIR
     PROTOCOL, DATA_DIR = options.protocol, options.data_dir
     print(f"protocol: {PROTOCOL}")

@@ -492,8 +492,29 @@ class TauServer:
             ]
         return routes
 
+    def front(self, scope: Scope) -> Any:
+        """The episode MCP gateway for a request on `/{domain}/episodes/{id}/{side}/mcp` (every
+        tool call), with its path parameters set as the router would; else None (the router's
+        turn). Its route is the router's first, so the router would pick it too."""
+        parts = scope["path"].split("/")
+        if (
+            len(parts) == 6
+            and parts[2] == "episodes"
+            and parts[5] == "mcp"
+            and not parts[0]
+            and parts[1]
+            and parts[3]
+            and parts[4]
+            and not scope.get("root_path")
+        ):
+            scope["path_params"] = {"domain": parts[1], "episode_id": parts[3], "side": parts[4]}
+            return self.episode_gateway
+        return None
+
     def build(self) -> Starlette:
-        app = guarded_app(self.routes(), self.settings.guards(), lifespan=self.lifespan)
+        app = guarded_app(
+            self.routes(), self.settings.guards(), lifespan=self.lifespan, front=self.front
+        )
         app.state.tau = self
         return app
 

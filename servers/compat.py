@@ -15,8 +15,9 @@ Each is needed for something the public API does not offer:
   the episode is deleted; the MCP SDK's session manager has no public way to end one
   (`_server_instances`, `_discard_session`), and FastMCP puts the manager on its route's
   endpoint.
-- `head_deadline_protocol`: the request-head deadline and the connection cap live in uvicorn's
-  h11 protocol class (`uvicorn.protocols.http.h11_impl`, its connection state and timers).
+- `head_deadline_protocol`: the request-head deadline, the head-size bound and the connection
+  cap live in uvicorn's httptools protocol class (`uvicorn.protocols.http.httptools_impl`, its
+  parser callbacks and timers).
 - `server_keeping_signals`: a uvicorn server inside a program that handles SIGINT/SIGTERM
   itself (`uvicorn.Server.capture_signals`).
 
@@ -114,19 +115,30 @@ async def end_session(mcp_app: object, session_id: str) -> bool:
 
 # --- uvicorn ----------------------------------------------------------------------------------
 def head_deadline_protocol(
-    max_connections: int, header_timeout: float, refused: bytes, timed_out: bytes
+    max_connections: int,
+    header_timeout: float,
+    max_head_bytes: int,
+    refused: bytes,
+    timed_out: bytes,
+    too_large: bytes,
+    body_received: str,
 ) -> type:
-    """uvicorn's h11 protocol class plus a cap on open connections (past it, a new one gets the
-    raw `refused` answer and is closed) and a request-head deadline: a request line and headers
-    must arrive within `header_timeout` seconds of their first byte (else the raw `timed_out`
-    answer, then close); a connection that sends nothing at all is closed after that time too."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's httptools protocol class (the llhttp parser, in C) plus what the connection
+    policy adds: a cap on open connections (past it, a new one gets the raw `refused` answer
+    and is closed); a request-head deadline (a request line and headers must arrive within
+    `header_timeout` seconds of their first byte, else the raw `timed_out` answer, then close;
+    a connection that sends nothing at all is closed after that time too); and a bound on a
+    request head's size (past `max_head_bytes` still incomplete, the raw `too_large` answer,
+    then close: llhttp itself has none, where h11 had 16 KiB). Once a request's whole body has
+    arrived, its scope gets `body_received: True` (the app's body deadline is then moot)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class HeadDeadlineH11Protocol(H11Protocol):
+    class HeadDeadlineProtocol(HttpToolsProtocol):
         def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._head_timer = None
+            self._reading_head = True  # the next bytes on the connection are a request head
+            self._head_bytes = 0
             if len(self.connections) > max_connections:
                 transport.write(refused)
                 transport.close()
@@ -134,16 +146,33 @@ def head_deadline_protocol(
             self._arm_head_timer()
 
         def data_received(self, data: bytes) -> None:
+            if self._reading_head:
+                self._head_bytes += len(data)
             super().data_received(data)
-            if self.conn.their_state is h11.IDLE:
-                if self._head_timer is None:  # a new request has begun: its head is timed
-                    self._arm_head_timer()
-            else:
+            if not self._reading_head or not self._head_bytes or self.transport.is_closing():
+                return
+            if self._head_bytes > max_head_bytes:
                 self._cancel_head_timer()
+                self.transport.write(too_large)
+                self.transport.close()
+            elif self._head_timer is None:
+                # A head began and is not whole yet: it is timed from now. (A head that comes
+                # whole, as nearly all do, never arms a timer.)
+                self._arm_head_timer()
 
-        def on_response_complete(self) -> None:
-            self._cancel_head_timer()  # idle again: the keep-alive timer takes over
-            super().on_response_complete()
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._reading_head = True
+
+        def on_headers_complete(self) -> None:
+            self._reading_head = False
+            self._cancel_head_timer()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.scope[body_received] = True  # type: ignore[literal-required]
+            self._reading_head, self._head_bytes = True, 0
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._cancel_head_timer()
@@ -161,13 +190,13 @@ def head_deadline_protocol(
 
         def _head_timed_out(self) -> None:
             self._head_timer = None
-            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            if self.transport.is_closing() or not self._reading_head:
                 return
-            if self.conn.trailing_data[0]:  # part of a request head arrived, too slowly
+            if self._head_bytes:  # part of a request head arrived, too slowly
                 self.transport.write(timed_out)
             self.transport.close()
 
-    return HeadDeadlineH11Protocol
+    return HeadDeadlineProtocol
 
 
 def server_keeping_signals(config: Any) -> Any:
@@ -244,26 +273,34 @@ async def _check_sessions() -> str | None:
         return _missing(manager, "_discard_session")
 
 
-async def _check_h11_protocol() -> str | None:
+async def _check_httptools_protocol() -> str | None:
     import asyncio
 
     try:
         import uvicorn
-        from uvicorn.protocols.http.h11_impl import H11Protocol
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
         from uvicorn.server import ServerState
     except ImportError as exc:
-        return f"uvicorn's h11 protocol: {exc}"
+        return f"uvicorn's httptools protocol: {exc}"
 
     async def app(scope, receive, send) -> None:  # pragma: no cover - never called
         return None
 
     config = uvicorn.Config(app, lifespan="off")
-    protocol = H11Protocol(config, ServerState(), {}, asyncio.get_running_loop())
-    methods = ("connection_made", "data_received", "on_response_complete", "connection_lost")
-    return (
-        _missing(H11Protocol, *methods)
-        or _missing(protocol, "connections", "conn", "loop")
-        or _missing(protocol.conn, "their_state", "trailing_data")
+    protocol = HttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
+    methods = (
+        "connection_made",
+        "data_received",
+        "on_message_begin",
+        "on_headers_complete",
+        "on_message_complete",
+        "on_response_complete",
+        "connection_lost",
+    )
+    if "scope" not in vars(protocol):
+        return "HttpToolsProtocol keeps no per-request scope"
+    return _missing(HttpToolsProtocol, *methods) or _missing(
+        protocol, "connections", "loop", "parser"
     )
 
 
@@ -288,8 +325,9 @@ HOOKS: tuple[Hook, ...] = (
     ),
     Hook(
         "head_deadline_protocol",
-        "uvicorn.protocols.http.h11_impl.H11Protocol (connections, conn, loop, transport)",
-        _check_h11_protocol,
+        "uvicorn.protocols.http.httptools_impl.HttpToolsProtocol (its parser callbacks, "
+        "connections, loop, transport)",
+        _check_httptools_protocol,
     ),
     Hook("server_keeping_signals", "uvicorn.Server.capture_signals", _check_signals),
 )

@@ -14,7 +14,6 @@ list tools never loads it (see `tau_mcp.servers.mcp_apps`).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -23,7 +22,8 @@ from starlette.types import Message, Receive, Scope, Send
 from tau_mcp.servers.engine.domain import Domain
 from tau_mcp.servers.engine.episode import Episode
 from tau_mcp.servers.engine.toolkit import Side
-from tau_mcp.servers.limits import json_utf8
+from tau_mcp.servers.guards import parsed_body
+from tau_mcp.servers.limits import json_utf8, json_utf8_floatless
 from tau_mcp.servers.mcp_calls import call_on_episode, result_meta
 from tau_mcp.servers.mcp_listing import server_name, tools_list_result
 from tau_mcp.servers.mcp_protocol import MODERN_VERSION, SERVER_INFO_META, VERSION_META
@@ -31,6 +31,7 @@ from tau_mcp.servers.surfaces import Surface
 from tau_mcp.servers.version import package_version
 
 DISABLE_ENV = "TAU_MCP_FULL_PATH"  # set to send every request through FastMCP
+_MODERN = MODERN_VERSION.encode()
 
 
 class FastToolCalls:
@@ -71,16 +72,16 @@ class FastToolCalls:
             return receive
         method, name_header = plain
         body, tail = await _read_body(receive)
-        replay = _replayer(body, tail, receive)
         if method == b"tools/list":
-            ident = self._parse_listing(body)
+            ident = self._parse_listing(scope, body)
             if ident is None:
-                return replay
-            await _send_json(send, {"jsonrpc": "2.0", "id": ident, "result": self.listing()})
+                return _replayer(body, tail, receive)
+            listing = {"jsonrpc": "2.0", "id": ident, "result": self.listing()}
+            await _send_json(send, listing)
             return None
-        call = self._parse(body, name_header)
+        call = self._parse(scope, body, name_header)
         if call is None:
-            return replay
+            return _replayer(body, tail, receive)
         ident, name, arguments = call
         outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
@@ -96,7 +97,7 @@ class FastToolCalls:
                 "_meta": meta,
             },
         }
-        await _send_json(send, result)
+        await _send_json(send, result, floats=bool(outcome.cost) or outcome.fault is not None)
         return None
 
     def listing(self) -> dict[str, Any]:
@@ -108,40 +109,49 @@ class FastToolCalls:
 
     def _plain_headers(self, scope: Scope) -> tuple[bytes, bytes | None] | None:
         """(method, `Mcp-Name` header) of a plain modern tools/call or tools/list request,
-        else None."""
-        seen: dict[bytes, bytes] = {}
+        else None. (The last of a repeated header counts, as FastMCP reads them.)"""
+        method = name = version = content_type = accept = None
         for key, value in scope.get("headers") or ():
-            if key.startswith(b"mcp-param-") or key == b"mcp-session-id":
-                return None  # parameter headers to check, or a legacy session: FastMCP's job
-            seen[key] = value
-        accept = seen.get(b"accept", b"")
-        method = seen.get(b"mcp-method")
+            if key.startswith(b"mcp-"):
+                if key == b"mcp-method":
+                    method = value
+                elif key == b"mcp-name":
+                    name = value
+                elif key == b"mcp-protocol-version":
+                    version = value
+                elif key.startswith(b"mcp-param-") or key == b"mcp-session-id":
+                    return None  # parameter headers to check, or a legacy session: FastMCP's
+            elif key == b"content-type":
+                content_type = value
+            elif key == b"accept":
+                accept = value
         plain = (
-            seen.get(b"mcp-protocol-version") == MODERN_VERSION.encode()
-            and method in (b"tools/call", b"tools/list")
-            and seen.get(b"content-type", b"").split(b";")[0].strip() == b"application/json"
+            version == _MODERN
+            and (method == b"tools/call" or method == b"tools/list")
+            and content_type is not None
+            and content_type.split(b";")[0].strip() == b"application/json"
+            and accept is not None
             and b"application/json" in accept
             and b"text/event-stream" in accept
         )
         if not plain:
             return None
-        name = seen.get(b"mcp-name")
         if method == b"tools/call":
             return (method, name) if name is not None else None
         return (method, None) if name is None else None
 
-    def _parse_listing(self, body: bytes) -> Any:
+    def _parse_listing(self, scope: Scope, body: bytes) -> Any:
         """The request id of a plain, unpaged modern tools/list request, else None."""
-        request = _plain_request(body, "tools/list")
+        request = _plain_request(scope, body, "tools/list")
         if request is None or set(request[1]) != {"_meta"}:
             return None
         return request[0]
 
     def _parse(
-        self, body: bytes, name_header: bytes | None
+        self, scope: Scope, body: bytes, name_header: bytes | None
     ) -> tuple[Any, str, dict[str, Any]] | None:
         """(id, tool, arguments) of a plain modern tools/call of a tool this side has."""
-        request = _plain_request(body, "tools/call")
+        request = _plain_request(scope, body, "tools/call")
         if request is None:
             return None
         ident, params = request
@@ -159,11 +169,11 @@ class FastToolCalls:
         return ident, name, arguments
 
 
-def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | None:
+def _plain_request(scope: Scope, body: bytes, method: str) -> tuple[Any, dict[str, Any]] | None:
     """(id, params) of a single JSON-RPC request for `method` in the modern protocol revision
     (its `_meta` names it), else None."""
     try:
-        message = json.loads(body)
+        message = parsed_body(scope, body)
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(message, dict) or set(message) != {"jsonrpc", "id", "method", "params"}:
@@ -181,9 +191,10 @@ def _plain_request(body: bytes, method: str) -> tuple[Any, dict[str, Any]] | Non
     return ident, params
 
 
-async def _send_json(send: Send, message: dict[str, Any]) -> None:
-    """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out."""
-    payload = json_utf8(message)
+async def _send_json(send: Send, message: dict[str, Any], floats: bool = True) -> None:
+    """A 200 JSON answer laid out as FastMCP's JSON-response mode lays it out (`floats`: the
+    message may hold a float, which only `json_utf8` writes as FastMCP does)."""
+    payload = json_utf8(message) if floats else json_utf8_floatless(message)
     headers = [
         (b"content-length", str(len(payload)).encode()),
         (b"content-type", b"application/json"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tau_mcp.servers.auth import DEFAULT_MAX_BODY, BearerTokenGuard, BodySizeLimit, BodyTooLarge
 from tau_mcp.servers.engine.errors import EngineError
@@ -91,8 +91,10 @@ def guarded_app(
     *,
     lifespan: Callable[[Starlette], Any] | None = None,
     exception_handlers: dict[Any, Callable] | None = None,
+    front: Front | None = None,
 ) -> Starlette:
-    """A Starlette app behind the guard stack, answering every error as JSON."""
+    """A Starlette app behind the guard stack, answering every error as JSON. `front` picks
+    the requests of the hottest routes, which then skip Starlette's router (`FrontRoutes`)."""
     handlers: dict[Any, Callable] = {
         EngineError: _engine_error,
         HTTPException: _http_error,
@@ -100,12 +102,59 @@ def guarded_app(
         **(exception_handlers or {}),
         Exception: _internal_error,
     }
+    middleware = guard_middleware(guards)
+    if front is not None:
+        routed = {k: v for k, v in handlers.items() if k not in (Exception, 500)}
+        middleware.append(Middleware(FrontRoutes, front=front, handlers=routed))
     return Starlette(
         routes=list(routes),
-        middleware=guard_middleware(guards),
+        middleware=middleware,
         lifespan=lifespan,
         exception_handlers=handlers,
     )
+
+
+#: Picks a request's endpoint when it is on one of the hottest routes (having put the route's
+#: path parameters in the scope, as the router would), else None.
+Front = Callable[[Scope], Callable[[Scope, Receive, Send], Awaitable[None]] | None]
+
+
+class FrontRoutes:
+    """The hottest routes (an episode's MCP endpoints: every tool call) dispatched before
+    Starlette's router and its exception middleware, which cost ~10 µs a request: the endpoint
+    `front` picks is called directly, and an exception it raises before its response starts is
+    answered by the app's handler for it, as Starlette does (others go on to the server-error
+    handler, as there). Every guard has run already: this is the innermost layer."""
+
+    def __init__(self, app: ASGIApp, front: Front, handlers: dict[Any, Callable]) -> None:
+        self.app, self.front, self.handlers = app, front, handlers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.front(scope) if scope["type"] == "http" else None
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await endpoint(scope, receive, tracking_send)
+        except Exception as exc:
+            handler = next(
+                (self.handlers[k] for k in type(exc).__mro__ if k in self.handlers), None
+            )
+            if handler is None:
+                raise
+            if started:
+                raise RuntimeError(
+                    "Caught handled exception, but response already started."
+                ) from exc
+            response = await handler(Request(scope, receive, send), exc)
+            await response(scope, receive, tracking_send)
 
 
 class BadRequest(EngineError):

@@ -23,6 +23,8 @@ from itertools import accumulate, chain
 from operator import sub
 from typing import Any
 
+import orjson
+
 from tau_mcp.servers.engine.errors import EngineError
 
 MAX_JSON_DEPTH = 64  # the deepest real body (a replayed booking) is about 8 levels
@@ -102,6 +104,21 @@ def _deeper_than(brackets: bytes, limit: int) -> bool:
     if brackets[:1] == b"[":
         closed = chain((0,), closed)
     return max(map(sub, opened, closed), default=0) > limit
+
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def parse_json(body: bytes) -> Any:
+    """`json.loads(body)`, value and errors alike, through orjson when that gives the same
+    (~4x faster). orjson reads integers past 64 bits as floats (so a run of 19 digits goes to
+    json) and refuses what json accepts (NaN, 1e400, a byte-order mark, UTF-16): json decides."""
+    if _LONG_DIGITS.search(body) is None:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(body)
 
 
 # --- request fields --------------------------------------------------------------------------
@@ -229,3 +246,14 @@ def json_utf8(value: Any, default: Any = None) -> bytes:
         ).encode()
     except UnicodeEncodeError:
         return json.dumps(value, separators=(",", ":"), default=default).encode()
+
+
+def json_utf8_floatless(value: Any) -> bytes:
+    """`json_utf8(value)`, byte for byte, for a value that holds no float, through orjson (~5x
+    faster): orjson writes floats' exponents (`1e-5`) and non-finite numbers its own way, so a
+    value with floats goes to `json_utf8`. What orjson refuses (integers past 64 bits, keys that
+    are not strings, lone surrogates) goes there too."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json_utf8(value)

@@ -3,12 +3,14 @@ response only when sending it twice cannot change anything."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx2
 import pytest
 
-from tau_mcp.harness.backends.retry import IDEMPOTENT, SafeRetryTransport
+from tau_mcp.harness.backends.retry import IDEMPOTENT
+from tau_mcp.harness.backends.sdk_transport import SafeRetryTransport
 
 
 class Flaky(httpx2.AsyncBaseTransport):
@@ -109,3 +111,108 @@ async def test_backend_learns_read_only_tools_and_creates_episodes_idempotently(
         await backend.delete_episode(ref)  # a re-sent DELETE is not an error
     finally:
         await backend.close()
+
+
+# --- the harness's own exchange (aiohttp) applies the same policy ------------------------------
+class RawServer:
+    """A loopback HTTP/1.1 server that drops the first `drops` requests after reading them
+    (as a server dying or closing a kept-alive connection does) and answers the rest with
+    `{"ok": true}`, after `delay` seconds; it records every request and the open connections."""
+
+    def __init__(self, drops: int = 0, delay: float = 0.0) -> None:
+        self.drops, self.delay = drops, delay
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.open = self.most_open = 0
+
+    async def __aenter__(self) -> RawServer:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {
+                    k.lower(): v for k, v in (ln.split(": ", 1) for ln in lines[1:] if ": " in ln)
+                }
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                self.requests.append((lines[0], headers, body))
+                if self.drops > 0 and not lines[0].startswith("GET /health"):
+                    self.drops -= 1
+                    return  # closed without an answer
+                await asyncio.sleep(self.delay)
+                answer = b'{"ok": true}'
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(answer)}\r\n\r\n".encode()
+                    + answer
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.open -= 1
+            writer.close()
+
+
+def _exchange(url: str, **kwargs):
+    from tau_mcp.harness.backends.exchange import HttpExchange
+
+    return HttpExchange(url, {"Authorization": "Bearer sekrit"}, {"get_users"}, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "method, content, safe",
+    [
+        ("GET", None, False),
+        ("DELETE", None, False),
+        ("POST", b'{"assertions": []}', True),
+        ("POST", _rpc("tools/list"), False),
+        ("POST", _rpc("tools/call", name="get_users", arguments={}), False),
+    ],
+)
+async def test_the_exchange_resends_what_is_safe(method: str, content, safe: bool) -> None:
+    async with RawServer(drops=2) as server:
+        exchange = _exchange(server.url)
+        try:
+            reply = await exchange.send(method, "/x/mcp", content, resend_safe=safe)
+        finally:
+            await exchange.aclose()
+    assert reply.status == 200 and json.loads(reply.body) == {"ok": True}
+    assert len(server.requests) == 3
+    assert all(h["authorization"] == "Bearer sekrit" for _, h, _ in server.requests)
+
+
+async def test_the_exchange_never_resends_a_write_that_may_have_landed() -> None:
+    from tau_mcp.harness.backends import InfrastructureError
+
+    write = _rpc("tools/call", name="create_task", arguments={"user_id": "u", "title": "t"})
+    async with RawServer() as server:
+        exchange = _exchange(server.url)
+        try:
+            assert (await exchange.send("GET", "/health")).status == 200
+            server.drops = 1
+            with pytest.raises(InfrastructureError):
+                await exchange.send("POST", "/x/mcp", write)
+        finally:
+            await exchange.aclose()
+    sent = [body for line, _, body in server.requests if line.startswith("POST")]
+    assert sent == [write]  # once; what followed was only a look at /health
+
+
+async def test_the_exchange_holds_at_most_its_connections_whatever_is_in_flight() -> None:
+    async with RawServer(delay=0.02) as server:
+        exchange = _exchange(server.url, max_connections=4)
+        try:
+            replies = await asyncio.gather(*(exchange.send("GET", "/health") for _ in range(60)))
+        finally:
+            await exchange.aclose()
+    assert [r.status for r in replies] == [200] * 60
+    assert server.most_open <= 4 and len(server.requests) == 60

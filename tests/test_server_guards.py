@@ -264,3 +264,126 @@ async def test_mcp_errors_are_json_rpc_errors() -> None:
             response = await http.post(path, json=INIT, headers={**JSON, "accept": "text/html"})
             assert response.status_code >= 400
             _is_json_error(response, mcp=True)
+
+
+# --- issue 35: the cheaper tool call keeps every answer ---------------------------------------
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"a": [1, -2.5, true, null, "x\\u00e9\\n"], "b": {"c": 1E3}}',
+        b'{"big": 123456789012345678901234567890}',  # orjson would read a float
+        b'{"n": -9999999999999999999}',
+        b"[NaN, Infinity]",
+        b'{"a": 1e400}',
+        b'\xef\xbb\xbf{"bom": 1}',
+        b'{"a": 1, "a": 2}',
+        "[1, 2]".encode("utf-16"),
+    ],
+)
+def test_parse_json_is_json_loads(body: bytes) -> None:
+    from tau_mcp.servers.limits import parse_json
+
+    expected = json.loads(body)
+    got = parse_json(body)
+    assert json.dumps(got) == json.dumps(expected)
+    assert [type(v) for v in _leaves(got)] == [type(v) for v in _leaves(expected)]
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"a": 1', b"", b'"\\ud800 unterminated'])
+def test_parse_json_refuses_what_json_loads_refuses(body: bytes) -> None:
+    from tau_mcp.servers.limits import parse_json
+
+    with pytest.raises(ValueError):
+        json.loads(body)
+    with pytest.raises(ValueError):
+        parse_json(body)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"id": 7, "result": {"text": 'caf\u00e9 \u2028 \x01 "q" \\ \U0001f600', "ok": False}},
+        {"id": 2**63 - 1, "t": [None, True, ""]},
+        {"id": 2**70},  # past 64 bits: json_utf8 writes it
+        {1: "non-str key"},
+        {"lone": "\ud800"},
+    ],
+)
+def test_floatless_replies_are_json_utf8_byte_for_byte(value) -> None:
+    from tau_mcp.servers.limits import json_utf8, json_utf8_floatless
+
+    assert json_utf8_floatless(value) == json_utf8(value)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from _leaves(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _leaves(inner)
+    else:
+        yield value
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/mock/episodes/e1/agent/mcp",
+        "/mock/episodes/e1/user/mcp",
+        "/mock/episodes/e1/agent/mcp/",
+        "/mock/episodes//agent/mcp",
+        "/mock/agent/mcp",
+        "/mock/episodes/e1/agent/mcpx",
+        "//episodes/e1/agent/mcp",
+        "/mock/episodes/e1/agent/extra/mcp",
+        "/mock/episodes/e1",
+    ],
+)
+def test_the_front_route_is_the_routers_first_route(path: str) -> None:
+    """`TauServer.front` takes exactly the requests the router's first route (the episode MCP
+    gateway) would, with the same path parameters."""
+    from starlette.routing import Match
+
+    from tau_mcp.servers.app import TauServer
+
+    server = TauServer({})
+    first = server.routes()[0]
+    scope = {"type": "http", "path": path, "root_path": "", "method": "POST"}
+    match, child = first.matches(scope)
+    picked = server.front(dict(scope))
+    assert (picked is not None) == (match is Match.FULL), path
+    if picked is not None:
+        front_scope = dict(scope)
+        server.front(front_scope)
+        assert front_scope["path_params"] == child["path_params"]
+
+
+async def test_front_routes_answer_exceptions_as_the_router_would() -> None:
+    """An exception from a front-routed endpoint gets the app's handler for it (an engine
+    error its status, anything else a 500 naming only its type), as through the router."""
+    import httpx2
+    from starlette.routing import Route
+
+    from tau_mcp.servers.engine.errors import UnknownEpisode
+    from tau_mcp.servers.http_stack import AsgiEndpoint, HttpGuards, guarded_app
+
+    async def gone(scope, receive, send):
+        raise UnknownEpisode("no such episode")
+
+    async def broken(scope, receive, send):
+        raise RuntimeError("secret detail")
+
+    endpoints = {"/gone": gone, "/broken": broken}
+    routes = [Route(path, AsgiEndpoint(endpoint)) for path, endpoint in endpoints.items()]
+    guards = HttpGuards(allowed_hosts=("testserver",))
+    for front in (None, lambda scope: endpoints.get(scope["path"])):
+        app = guarded_app(routes, guards, front=front)
+        transport = httpx2.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            gone_reply = await http.get("/gone")
+            assert gone_reply.status_code == 404
+            assert gone_reply.json() == {"error": "no such episode"}
+            broken_reply = await http.get("/broken")
+            assert broken_reply.status_code == 500
+            assert broken_reply.json() == {"error": "internal server error (RuntimeError)"}

@@ -33,6 +33,7 @@ from tau_mcp.harness.backends.exchange import (
     Exchange,
     HttpExchange,
     Reply,
+    unreachable_reason,
 )
 from tau_mcp.harness.backends.mcp_wire import WireMcpSession, supports_modern
 
@@ -184,7 +185,7 @@ class HttpBackend:
                 auth=auth,
                 **kwargs,
             )
-        from tau_mcp.harness.backends.retry import SafeRetryTransport
+        from tau_mcp.harness.backends.sdk_transport import SafeRetryTransport
 
         kwargs.setdefault("transport", SafeRetryTransport(self.read_only_tools))
         return httpx2.AsyncClient(
@@ -368,7 +369,8 @@ async def remote_backend(
         reply = await backend.exchange.send("GET", "/health")
     except InfrastructureError as exc:
         await backend.close()
-        raise InfrastructureError(f"cannot reach tau-server at {url} ({exc.__cause__})") from None
+        reason = unreachable_reason(exc.__cause__ or exc)
+        raise InfrastructureError(f"cannot reach tau-server at {url} ({reason})") from None
     if reply.status == 401:
         await backend.close()
         raise InfrastructureError(f"tau-server at {url} wants a token (--server-token)")

@@ -6,15 +6,17 @@ may or may not have been applied, so it is retried only when running it twice ch
 GET/HEAD/OPTIONS/DELETE, POSTs the caller marks idempotent, and MCP messages that only read
 (`tools/list`, `ping`, ..., and `tools/call` of a tool the server annotates `readOnlyHint`).
 A write tool call that may have been applied is never re-sent; it fails as infrastructure.
+
+The policy is the one both clients apply: the harness's own exchange
+(`tau_mcp.harness.backends.exchange.HttpExchange`) and the httpx2 transport handed to the MCP
+SDK's client for servers older than the sessionless protocol revision
+(`tau_mcp.harness.backends.sdk_transport`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable
-
-import httpx2
 
 IDEMPOTENT = "tau.idempotent"  # request extension: this POST may safely be sent twice
 # Pooled idle connections are dropped after this many seconds: below uvicorn's default
@@ -38,68 +40,40 @@ _READ_ONLY_RPC = frozenset(
 )
 
 
-def _rpc_messages(request: httpx2.Request) -> list[dict] | None:
+def backoff(attempt: int) -> float:
+    """Seconds to wait before re-sending after `attempt` failed tries (0-based)."""
+    return _BACKOFF[min(attempt, len(_BACKOFF) - 1)]
+
+
+def safe_to_resend(
+    method: str, content: bytes | None, idempotent: bool, read_only_tools: set[str]
+) -> bool:
+    """Whether a request that may have reached the server can be sent again harmlessly."""
+    if method in _SAFE_METHODS or idempotent:
+        return True
+    if method != "POST":
+        return False
+    messages = _rpc_messages(content)
+    if not messages:
+        return False
+    for message in messages:
+        rpc = message.get("method")
+        if rpc in _READ_ONLY_RPC:
+            continue
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if rpc == "tools/call" and params.get("name") in read_only_tools:
+            continue
+        return False
+    return True
+
+
+def _rpc_messages(content: bytes | None) -> list[dict] | None:
     try:
-        value = json.loads(request.content)
-    except (ValueError, UnicodeDecodeError, httpx2.RequestNotRead):
+        value = json.loads(content or b"")
+    except (ValueError, UnicodeDecodeError):
         return None
     messages = value if isinstance(value, list) else [value]
     return messages if all(isinstance(m, dict) for m in messages) else None
-
-
-class SafeRetryTransport(httpx2.AsyncBaseTransport):
-    """An HTTP transport that re-sends a request that got no response, when that is safe."""
-
-    def __init__(
-        self,
-        read_only_tools: set[str] | None = None,
-        inner: httpx2.AsyncBaseTransport | None = None,
-        retries: int = RETRIES,
-    ) -> None:
-        self.read_only_tools = read_only_tools if read_only_tools is not None else set()
-        self.inner = inner or httpx2.AsyncHTTPTransport(
-            limits=httpx2.Limits(
-                max_connections=None,
-                max_keepalive_connections=20,
-                keepalive_expiry=KEEPALIVE_EXPIRY,
-            ),
-        )
-        self.retries = retries
-
-    def safe_to_resend(self, request: httpx2.Request) -> bool:
-        if request.method in _SAFE_METHODS or request.extensions.get(IDEMPOTENT):
-            return True
-        if request.method != "POST":
-            return False
-        messages = _rpc_messages(request)
-        if not messages:
-            return False
-        for message in messages:
-            method = message.get("method")
-            if method in _READ_ONLY_RPC:
-                continue
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
-            if method == "tools/call" and params.get("name") in self.read_only_tools:
-                continue
-            return False
-        return True
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        attempt = 0
-        while True:
-            try:
-                return await self.inner.handle_async_request(request)
-            except (httpx2.ConnectError, httpx2.ConnectTimeout):
-                if attempt >= self.retries:
-                    raise
-            except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError):
-                if attempt >= self.retries or not self.safe_to_resend(request):
-                    raise
-            await asyncio.sleep(_BACKOFF[min(attempt, len(_BACKOFF) - 1)])
-            attempt += 1
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def note_read_only_tools(target: set[str], tools: Iterable) -> None:

@@ -53,7 +53,8 @@ GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 def assert_connection_policy(base: str, post_path: str, connections: int) -> None:
     """The connection policy of a server started with a 1 s head and body deadline and a cap
     of `connections` (shared with `tau-harness serve`'s test): keep-alive past 5 s, slow heads
-    and bodies cut off with 408 JSON, silent connections closed, 503 JSON past the cap."""
+    and bodies cut off with 408 JSON, oversized heads with 431 JSON, silent connections
+    closed, 503 JSON past the cap."""
     # 0. A pooled connection reused after 5.5 s idle (past uvicorn's old 5 s keep-alive and
     # httpx's 5 s pool expiry) is still served on the same socket.
     with connect(base) as sock:
@@ -95,6 +96,15 @@ def assert_connection_policy(base: str, post_path: str, connections: int) -> Non
             time.sleep(0.3)
         status, headers, body = read_response(sock)
         assert status == 408 and "body not received" in json.loads(body)["error"]
+        assert closed(sock, 3)
+
+    # 6e. A request head past the size bound (16 KiB, as h11 had; llhttp itself has none):
+    # 431 JSON, then closed, before the head ends.
+    with connect(base) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 40_000)
+        status, headers, body = read_response(sock)
+        assert status == 431 and headers["content-type"] == "application/json"
+        assert "head larger than" in json.loads(body)["error"]
         assert closed(sock, 3)
 
     # 6c. A connection that never sends anything is closed after the head deadline.
