@@ -526,9 +526,11 @@ class Downstream(asyncio.Protocol):
 
     def _next_request(self) -> None:
         end = self.inbox.find(b"\r\n\r\n")
+        limit = self.router.policy.max_head_bytes  # the workers' own bound, answered as they do
+        if (len(self.inbox) if end == -1 else end + 4) > limit:
+            self._refuse(431, f"request head larger than {limit} bytes")
+            return
         if end == -1:
-            if len(self.inbox) > MAX_HEAD:
-                self._refuse(431, "request headers too large")
             return
         raw = bytes(self.inbox[: end + 4])
         del self.inbox[: end + 4]

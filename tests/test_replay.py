@@ -97,6 +97,10 @@ def test_a_replayed_run_writes_the_recorded_results(models, domain, tmp_path, mo
     if missing(domain):
         pytest.skip(missing(domain))
     fake, tape = models, tmp_path / "tape"
+    # Recorded as a fresh process would (vectors an earlier test left in this process, or in
+    # the embedding cache, would leave their calls out of the cassette: docs/replay.md).
+    monkeypatch.setenv("TAU_MCP_CACHE_DIR", str(tmp_path / "cache"))
+    _as_a_new_process(monkeypatch)
     recorded = tau_mcp.run(_config(fake, domain, tmp_path / "recorded.json", record=tape))
     sims = recorded.simulations
     assert len(sims) == 4 and not any(

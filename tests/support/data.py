@@ -15,7 +15,6 @@ and its conformance fixtures (`conformance/taubench`), which need no tau2 data.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -71,10 +70,12 @@ def missing(*what: str) -> str | None:
             reason = _missing_taubench()
             if reason is not None:
                 return reason
-        elif need not in KINDS:  # a domain's name
-            if importlib.util.find_spec(f"tau_mcp.servers.domains.{need}") is None:
-                return f"the {need} engine package (servers/domains/{need}) is not there yet"
-            if not (DATA_DIR / "tau2" / "domains" / need).is_dir():
+        elif need not in KINDS:  # a domain's name, as the registry knows it
+            from tau_mcp.servers.domains import registry
+
+            if need not in registry.domain_names():
+                return f"no domain named {need} is installed"
+            if not registry.has_data(need, DATA_DIR):
                 return f"no {need} data under {DATA_DIR}"
         elif need == "conformance":
             if not (CONFORMANCE_DIR / "gold").is_dir():
