@@ -187,27 +187,35 @@ def _user(body: dict[str, Any]) -> dict[str, Any]:
     return text("What does my reservation Q69X3R look like?")
 
 
+FAKE_FAULTS = "transient=0.3,rate_limit=0.2,stale_read=0.5,slow=0.2,slow_seconds=0.01"
+
+
+def _fake_config(seed: int, model_args: dict[str, Any], **extra: Any) -> tau_mcp.RunConfig:
+    return tau_mcp.RunConfig(
+        domain="airline",
+        data_dir=DATA_DIR,
+        task_ids=["1", "2"],
+        agent="llm",
+        agent_llm=f"openai/{AGENT}",
+        agent_llm_args=model_args,
+        user="llm",
+        user_llm=f"openai/{USER}",
+        user_llm_args=model_args,
+        judge_llm="none",
+        max_retries=0,
+        num_trials=2,
+        seed=seed,
+        max_concurrency=1,
+        faults=FAKE_FAULTS,
+        **extra,
+    )
+
+
 def _fake_run(seed: int) -> list[dict[str, Any]]:
     with FakeLLMServer() as fake:
         fake.respond(AGENT, _agent)
         fake.respond(USER, _user)
-        config = tau_mcp.RunConfig(
-            domain="airline",
-            data_dir=DATA_DIR,
-            task_ids=["1", "2"],
-            agent="llm",
-            agent_llm=f"openai/{AGENT}",
-            agent_llm_args=fake.llm_args(),
-            user="llm",
-            user_llm=f"openai/{USER}",
-            user_llm_args=fake.llm_args(),
-            judge_llm="none",
-            max_retries=0,
-            num_trials=2,
-            seed=seed,
-            max_concurrency=1,
-            faults="transient=0.3,rate_limit=0.2,stale_read=0.5,slow=0.2,slow_seconds=0.01",
-        )
+        config = _fake_config(seed, fake.llm_args())
         return [_stable(s) for s in tau_mcp.run(config).simulations]
 
 
@@ -234,6 +242,59 @@ def test_a_fake_model_run_under_faults_is_reproducible_and_another_seed_differs(
     assert any(s["info"]["faults"] for s in first)
     faults = [[(f["call"], f["kind"]) for f in s["info"]["faults"]] for s in first]
     assert faults != [[(f["call"], f["kind"]) for f in s["info"]["faults"]] for s in other]
+
+
+def test_a_faulted_run_recorded_to_a_cassette_replays_with_no_model_and_no_key(
+    tmp_path, monkeypatch
+):
+    """Issue 34, item 5: a robustness run with the fake model, recorded with `--record`, is
+    the same run replayed with `--replay` (strict, no key, the model server gone): the same
+    trajectories, the same faults in every record and the same rewards (ids, clocks aside)."""
+    from tests.support.replay import comparable
+
+    tape = tmp_path / "tape"
+    with FakeLLMServer() as fake:
+        fake.respond(AGENT, _agent)
+        fake.respond(USER, _user)
+        recorded = tau_mcp.run(
+            _fake_config(300, fake.llm_args(), record=tape, save_to=tmp_path / "recorded.json")
+        )
+        asked = sum(len(v) for v in fake.requests.values())
+    assert asked and any(s["info"]["faults"] for s in recorded.simulations)
+    assert all(s["termination_reason"] != "infrastructure_error" for s in recorded.simulations)
+
+    # Replayed by the command line, both options given, with no key and nothing listening
+    # where the model was.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    nowhere = json.dumps({"api_base": "http://127.0.0.1:9/v1", "num_retries": 0})
+    options = ["--domain", "airline", "--data-dir", str(DATA_DIR), "--task-ids", "1", "2"]
+    options += ["--agent", "llm", "--agent-llm", f"openai/{AGENT}", "--agent-llm-args", nowhere]
+    options += ["--user", "llm", "--user-llm", f"openai/{USER}", "--user-llm-args", nowhere]
+    options += ["--judge-llm", "none", "--max-retries", "0", "--num-trials", "2", "--seed", "300"]
+    options += ["--max-concurrency", "1", "--faults", FAKE_FAULTS, "--replay", str(tape)]
+    result = CliRunner().invoke(
+        app, ["run", *options, "--save-to", str(tmp_path / "replayed.json")]
+    )
+    assert result.exit_code == 0, result.output
+    one, two = _document(tmp_path / "recorded.json"), _document(tmp_path / "replayed.json")
+    # Trajectories, each record's faults, rewards: the same (the header differs by the
+    # model's address and key only, and by its cassette).
+    assert comparable(one["simulations"]) == comparable(two["simulations"])
+    assert one["info"]["faults"] == two["info"]["faults"]
+    assert one["info"]["faults"]["spec"] == FAKE_FAULTS
+    assert two["info"]["cassette"]["replay"] == str(tape)
+
+    def faults_and_rewards(document: dict[str, Any]) -> list:
+        sims = sorted(document["simulations"], key=lambda s: (s["task_id"], s["trial"]))
+        return [(s["info"]["faults"], s["reward_info"]["reward"]) for s in sims]
+
+    assert faults_and_rewards(one) == faults_and_rewards(two)
+
+    # The same tape replayed clean: the first call the tape saw faulted now answers, so the
+    # next request is not the recorded one, and the strict replay says so.
+    clean = [o for o in options if o not in ("--faults", FAKE_FAULTS)]
+    result = CliRunner().invoke(app, ["run", *clean, "--save-to", str(tmp_path / "clean.json")])
+    assert result.exit_code == 1 and "ReplayMiss" in result.output, result.output
 
 
 def test_a_gymnasium_env_injects_the_faults_it_is_given():

@@ -127,3 +127,42 @@ def test_bad_arguments_are_one_sentence(tmp_path):
 def test_no_published_submissions_without_data(tmp_path: Path):
     result = invoke("leaderboard", "--data-dir", tmp_path)
     assert result.exit_code == 1 and "no published submissions" in result.output
+
+
+def _submission(folder: Path, name: str, pass_1: float, faults: str | None) -> None:
+    """A submission folder with an airline trajectory file, a robustness run's when `faults`
+    names a plan (its header's `info.faults`, as `run --faults` writes it)."""
+    folder.mkdir()
+    (folder / "submission.json").write_text(
+        json.dumps({"model_name": name, "results": {"airline": {"pass_1": pass_1}}})
+    )
+    info = {"faults": {"spec": faults, "rates": {"transient": 0.2}}} if faults else {}
+    (folder / "trajectories").mkdir()
+    (folder / "trajectories" / "airline_results.json").write_text(
+        json.dumps({"info": info, "simulations": []})
+    )
+
+
+def test_a_submission_of_robustness_runs_is_marked(tmp_path):
+    """Issue 34, item 4: a submission whose trajectories were run under injected faults ranks
+    with its label `[faults: <spec>]` in every format and a warning, never as a plain score."""
+    _submission(tmp_path / "clean", "Clean", 70.0, None)
+    _submission(tmp_path / "flaky", "Flaky", 60.0, "transient=0.2")
+    result = invoke("leaderboard", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "warning: flaky holds robustness runs (injected tool faults: transient=0.2)" in (
+        result.output
+    )
+    entries, _ = board.load_entries([tmp_path])
+    out = io.StringIO()
+    console = Console(file=out, width=160, color_system=None, legacy_windows=False)
+    console.print(board.as_table(board.rank(entries, "pass_1"), None, "pass_1", len(entries)))
+    assert "Flaky [faults: transient=0.2]" in out.getvalue()
+    assert "Clean [" not in out.getvalue()
+    md = invoke("leaderboard", tmp_path, "--format", "md")
+    assert "| 2 | Flaky [faults: transient=0.2] |" in md.output
+    rows = json.loads(invoke("leaderboard", tmp_path, "--format", "json").stdout)
+    assert [(r["model_name"], r["faults"]) for r in rows] == [
+        ("Clean", []),
+        ("Flaky", ["transient=0.2"]),
+    ]

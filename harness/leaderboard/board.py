@@ -8,6 +8,11 @@ out, ties keep the reading order. pass^k ranks highest first, cost cheapest firs
 
 The board's domains are the schema's (`schema.board_domains`, read from the data folder); with
 no schema at hand, the domains the submissions hold, in the order first met.
+
+A submission whose `trajectories/` hold robustness runs (a results header with `info.faults`,
+docs/faults.md) is ranked, as the board's rules are not this command's to enforce, but never
+as a plain score: its model is shown as `<model> [faults: <spec>]` (the report's label), JSON
+rows list the plans under `faults`, and a warning says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tau_mcp.harness.leaderboard import SUBMISSION_FILE
+from tau_mcp.harness.leaderboard import SUBMISSION_FILE, TRAJECTORIES_DIR
 
 METRICS = ("pass_1", "pass_2", "pass_3", "pass_4", "cost")
 MANIFEST_FILE = "manifest.json"
@@ -32,6 +37,13 @@ class BoardError(ValueError):
 class Entry:
     submission_id: str
     submission: dict[str, Any]
+    faults: tuple[str, ...] = ()  # the fault plans its trajectories ran under (none: clean)
+
+    @property
+    def label(self) -> str:
+        """The model's name, marked when the submission holds robustness runs."""
+        name = str(self.submission.get("model_name", "?"))
+        return f"{name} [faults: {'; '.join(self.faults)}]" if self.faults else name
 
     @property
     def results(self) -> dict[str, Any]:
@@ -69,6 +81,29 @@ def _submission_ids(folder: Path) -> list[str]:
     )
 
 
+def _fault_plans(submission: Path, warnings: list[str]) -> tuple[str, ...]:
+    """The fault plans of the robustness runs among a submission's trajectories (published
+    submissions have none: nothing is read)."""
+    directory = submission / TRAJECTORIES_DIR
+    if not directory.is_dir():
+        return ()
+    from tau_mcp.harness.leaderboard.validate import trajectory_paths
+    from tau_mcp.harness.results.folder import LayoutError
+    from tau_mcp.harness.results.layouts import read
+    from tau_mcp.harness.robustness import fault_plan_of, is_faulted
+
+    plans: list[str] = []
+    for path in trajectory_paths(directory):
+        try:
+            document = read(path)
+        except (LayoutError, OSError, ValueError) as exc:
+            warnings.append(f"cannot read {path} to check it for injected faults ({exc})")
+            continue
+        if is_faulted(document):
+            plans.append(str((fault_plan_of(document) or {}).get("spec") or "injected"))
+    return tuple(dict.fromkeys(plans))
+
+
 def load_entries(folders: list[Path]) -> tuple[list[Entry], list[str]]:
     """Every submission under the folders, and a warning for each one that cannot be read."""
     entries: list[Entry] = []
@@ -92,7 +127,13 @@ def load_entries(folders: list[Path]) -> tuple[list[Entry], list[str]]:
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 warnings.append(f"skipped {path}: not a submission (no results object)")
                 continue
-            entries.append(Entry(submission_id, data))
+            faults = _fault_plans(path.parent, warnings)
+            if faults:
+                warnings.append(
+                    f"{submission_id} holds robustness runs (injected tool faults: "
+                    f"{'; '.join(faults)}), not benchmark runs: marked [faults: ...]"
+                )
+            entries.append(Entry(submission_id, data, faults))
     return entries, warnings
 
 
@@ -159,7 +200,7 @@ def cells(row: Row, domain: str | None, metric: str, domains: Sequence[str]) -> 
     sub = row.entry.submission
     out = [
         str(row.rank),
-        str(sub.get("model_name", "?")),
+        row.entry.label,
         str(sub.get("model_organization", "?")),
         str(sub.get("modality") or "text"),
         fmt(row.score, metric),
@@ -181,6 +222,7 @@ def as_table(
     domains: Sequence[str] | None = None,
 ):
     """A rich table shaped like the reference's `tau2 leaderboard` one."""
+    from rich.markup import escape
     from rich.table import Table
 
     domains = _shown_domains(rows, domains)
@@ -199,7 +241,8 @@ def as_table(
         else:
             table.add_column(name, justify="right")
     for row in rows:
-        table.add_row(*cells(row, domain, metric, domains))
+        # Text, not markup: a `[faults: ...]` mark would read as a style tag and vanish.
+        table.add_row(*(escape(c) for c in cells(row, domain, metric, domains)))
     return table
 
 
@@ -232,6 +275,7 @@ def as_json(rows: list[Row], domain: str | None, metric: str) -> str:
                 "rank": row.rank,
                 "submission_id": row.entry.submission_id,
                 "model_name": sub.get("model_name"),
+                "faults": list(row.entry.faults),
                 "model_organization": sub.get("model_organization"),
                 "submitting_organization": sub.get("submitting_organization"),
                 "modality": sub.get("modality") or "text",
