@@ -45,7 +45,7 @@ from tau_mcp.harness.preflight import (
     models_called,
 )
 from tau_mcp.harness.prompt_sets import with_llm_defaults
-from tau_mcp.harness.results import ResultsFile
+from tau_mcp.harness.results import ResultsFile, SimulationRecord
 from tau_mcp.harness.runner import Runner, SimulationExecutor
 from tau_mcp.harness.simulate import SimulationRunner
 from tau_mcp.harness.wiring import load_domain, load_now, open_backend, use_taubench_data_dir
@@ -72,7 +72,7 @@ class RunWatcher(Protocol):
 
     def started(self, notes: list[str], todo: int) -> None: ...
 
-    def finished(self, record: dict[str, Any]) -> None: ...
+    def finished(self, record: SimulationRecord) -> None: ...
 
 
 def run(config: RunConfig, watcher: RunWatcher | None = None) -> ResultsFile:
