@@ -103,6 +103,12 @@ _BASE_TEXTS: weakref.WeakKeyDictionary[Any, dict[tuple[str, Any], str]] = (
 )
 
 
+def lookup_text(data: Any, table: str, key: Any, missing: str) -> str:
+    """A read tool's answer: the record `data.<table>[key]` as text, or `missing` (the original's
+    error text) when there is no such record."""
+    return record_text(data, table, key) if key in getattr(data, table) else missing
+
+
 def record_text(data: Any, table: str, key: Any) -> str:
     """`dumps` of a record a tool only reads, `data.<table>[key]` (which must exist). A record
     the episode has not taken is the shared base record, whose text is kept once read."""

@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from tau_mcp.servers.domains.airline.airports import SERVED_AIRPORTS
-from tau_mcp.servers.domains.tau_bench.records import dumps, fields_of, record_text
+from tau_mcp.servers.domains.tau_bench.records import dumps, fields_of, lookup_text
 from tau_mcp.servers.domains.tau_bench.toolkit import TRANSFERRED, OriginalTools, calculator
 from tau_mcp.servers.domains.tau_bench_airline.models import (
     Certificate,
@@ -181,19 +181,14 @@ class AirlineTools(OriginalTools):
     @staticmethod
     def get_reservation_details(data, reservation_id):
         """A reservation's record."""
-        reservations = data.reservations
-        if reservation_id in reservations:
-            return record_text(data, "reservations", reservation_id)
-        return "Error: user not found"  # sic: the original's text
+        missing = "Error: user not found"  # sic: the original's text
+        return lookup_text(data, "reservations", reservation_id, missing)
 
     @tool(ToolKind.READ)
     @staticmethod
     def get_user_details(data, user_id):
         """A user's record."""
-        users = data.users
-        if user_id in users:
-            return record_text(data, "users", user_id)
-        return "Error: user not found"
+        return lookup_text(data, "users", user_id, "Error: user not found")
 
     @tool(ToolKind.READ)
     @staticmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tau_mcp.servers.domains.tau_bench.records import dumps, record_text
+from tau_mcp.servers.domains.tau_bench.records import dumps, lookup_text
 from tau_mcp.servers.domains.tau_bench.toolkit import TRANSFERRED, OriginalTools, calculator
 from tau_mcp.servers.domains.tau_bench_retail.models import Payment
 from tau_mcp.servers.engine.toolkit import ToolKind, tool
@@ -158,28 +158,19 @@ class RetailTools(OriginalTools):
     @staticmethod
     def get_order_details(data, order_id):
         """An order's record."""
-        orders = data.orders
-        if order_id in orders:
-            return record_text(data, "orders", order_id)
-        return "Error: order not found"
+        return lookup_text(data, "orders", order_id, "Error: order not found")
 
     @tool(ToolKind.READ)
     @staticmethod
     def get_product_details(data, product_id):
         """A product's record with all its variants."""
-        products = data.products
-        if product_id in products:
-            return record_text(data, "products", product_id)
-        return "Error: product not found"
+        return lookup_text(data, "products", product_id, "Error: product not found")
 
     @tool(ToolKind.READ)
     @staticmethod
     def get_user_details(data, user_id):
         """A customer's record."""
-        users = data.users
-        if user_id in users:
-            return record_text(data, "users", user_id)
-        return "Error: user not found"
+        return lookup_text(data, "users", user_id, "Error: user not found")
 
     @tool(ToolKind.READ)
     @staticmethod
