@@ -18,8 +18,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from tau_mcp.servers.domains.tau_bench.spec import PINS_FILE as PINS_NAME
 from tau_mcp.servers.domains.tau_bench.spec import taubench_cache_dir
 from tau_mcp.servers.engine.data import bundled
 from tau_mcp.servers.engine.errors import DataError
-from tau_mcp.servers.engine.pins import ARCHIVE_URL, Verification, content_sha256
+from tau_mcp.servers.engine.pins import Verification, content_sha256, download_release
 
 PINS_FILE = bundled(PINS_NAME)
 DUMP_SCRIPT = Path(__file__).with_name("taubench_dump.py")
@@ -80,16 +78,7 @@ def fetch_taubench(
     cache); on any failure nothing is left behind."""
     pins = load_taubench_pins()
     dest = Path(dest) if dest is not None else taubench_cache_dir()
-    url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https URL
-            payload = response.read()
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise DataError(
-            f"could not download the τ-bench release from {url} ({reason}); on a machine "
-            "without network, point TAUBENCH_DATA_DIR at a local copy instead"
-        ) from None
+    payload = download_release(pins, url, timeout, "the τ-bench release", "TAUBENCH_DATA_DIR")
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".fetch-taubench-", dir=dest.parent))
     try:

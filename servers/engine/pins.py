@@ -163,6 +163,23 @@ def verify_data_dir(
 Generator = Callable[[bytes, Path, dict[str, Any]], None]
 
 
+def download_release(
+    pins: dict[str, Any], url: str | None, timeout: float, what: str, env_var: str
+) -> bytes:
+    """The pinned release's archive (`url`, or GitHub's archive of the pinned commit), as
+    bytes; a failed download is one sentence naming the variable that points at a copy."""
+    url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https URL
+            return response.read()
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DataError(
+            f"could not download {what} from {url} ({reason}); on a machine without "
+            f"network, point {env_var} at a local copy instead"
+        ) from None
+
+
 def fetch_reference(
     dest: Path | None = None,
     *,
@@ -175,16 +192,7 @@ def fetch_reference(
     out (without `generate`, the generated texts are neither made nor checked)."""
     pins = load_pins()
     dest = dest or default_cache_dir(pins)
-    url = url or ARCHIVE_URL.format(repository=pins["repository"], commit=pins["commit"])
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - fixed https URL
-            payload = response.read()
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise DataError(
-            f"could not download the reference data from {url} ({reason}); on a machine without "
-            f"network, point TAU2_DATA_DIR at a local copy instead"
-        ) from None
+    payload = download_release(pins, url, timeout, "the reference data", "TAU2_DATA_DIR")
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
     try:
