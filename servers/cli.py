@@ -394,7 +394,10 @@ def stdio(
     _check_side(side)
     # SIGTERM as SIGINT: either ends the episode with a normal exit (code 0), which removes the
     # process's knowledge-base files; uncaught, SIGTERM would end the process before that.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # SIGTERM raises SIGINT, whose handler, once serving, is the event loop runner's: it
+    # cancels the serving task. (Raising KeyboardInterrupt straight from SIGTERM could land
+    # inside anyio's cancel-scope bookkeeping, and the process then ended with a traceback.)
+    signal.signal(signal.SIGTERM, _raise_sigint)
     try:
         kwargs = parse_kwargs(retrieval_config_kwargs)
         run_stdio(
@@ -410,6 +413,10 @@ def stdio(
         _fail(str(exc))
     except KeyboardInterrupt:
         return
+
+
+def _raise_sigint(signum: int, frame: object) -> None:
+    signal.raise_signal(signal.SIGINT)
 
 
 @app.command(
