@@ -21,7 +21,7 @@ import copy
 import pickle
 import threading
 import typing
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
@@ -180,6 +180,8 @@ class BaseState:
         self._doc: CanonicalDoc | None = None
         self._doc_lock = threading.Lock()
         self._hash_memo: LruCache[tuple[Change, ...], str] = LruCache(HASH_MEMO_ENTRIES)
+        self._record_ids: frozenset[int] | None = None
+        self._texts: dict[int, str] = {}
 
     def __reduce__(self) -> Any:
         # Episode copies refer to the base; they must never carry a copy of it.
@@ -200,6 +202,27 @@ class BaseState:
         value = getattr(self.model, name)
         inner = self.nested_tables.get(name)
         return value if inner is None else getattr(value, inner)
+
+    # --- tool results ----------------------------------------------------------------------
+    def record_text(self, value: Any, render: Callable[[Any], str]) -> str | None:
+        """`render(value)` when `value` is one of this base's own records (which a read tool
+        returns uncopied, see `CowDict.peek`), made once: a base record is never mutated, so
+        its text never changes. None for any other value. (An id identifies a record for as
+        long as this state lives: it holds every record.)"""
+        ids = self._record_ids
+        if ids is None:
+            ids = self._record_ids = frozenset(
+                id(record)
+                for name in (*self.dict_fields, *self.nested_tables)
+                for record in self.records(name).values()
+            )
+        key = id(value)
+        if key not in ids:
+            return None
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = render(value)
+        return text
 
     # --- copies ----------------------------------------------------------------------------
     def field_copy(self, name: str) -> Any:

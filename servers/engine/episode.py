@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tau_mcp.servers.engine import call_context
 from tau_mcp.servers.engine.canonical import canonical_hash
@@ -188,7 +188,7 @@ class Episode:
                     if result is None:
                         raise ValueError(f"Tool '{name}' not found.")
                 self._sync()
-                outcome = ToolOutcome(render_result(result), False)
+                outcome = ToolOutcome(self._render(result), False)
             except Exception as exc:  # noqa: BLE001 - every failure is reported as the tool result
                 self._sync_after_failure()
                 outcome = ToolOutcome(render_error(exc), True)
@@ -196,6 +196,15 @@ class Episode:
             self.tool_cost += charges.total
             outcome = ToolOutcome(outcome.text, outcome.error, charges.total)
         return outcome
+
+    def _render(self, result: Any) -> str:
+        """A result's text; a shared base record's is made once per server (`record_text`)."""
+        if isinstance(result, BaseModel):
+            for base in (self.domain.base, self.domain.user_base):
+                text = base.record_text(result, render_result) if base is not None else None
+                if text is not None:
+                    return text
+        return render_result(result)
 
     # --- past states (stale reads) -----------------------------------------------------------
     def frozen_state(self) -> bytes | None:
