@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -43,7 +44,7 @@ READ_CALL = {
     "mock": ("get_users", {}),
     "airline": ("get_user_details", {"user_id": "mia_li_3668"}),
     "retail": (
-        "find_user_id_by_zip",
+        "find_user_id_by_name_zip",
         {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"},
     ),
     "telecom": ("get_customer_by_phone", {"phone_number": "555-123-2002"}),
@@ -241,6 +242,30 @@ EnvironmentServer(registry.get_env_constructor(sys.argv[1])()).run(host="127.0.0
 """
 
 
+def tool_text_value(text: str):
+    """A tool result's text as a value: JSON when it is JSON, else the text (a plain string)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
+def rest_datetimes(value):
+    """The REST server's answer with its datetimes as the tool text writes them: FastAPI writes
+    `2025-01-15T10:30:00`, the text the reference shows a model (and tau-server's) `str()`'s
+    `2025-01-15 10:30:00`."""
+    if isinstance(value, dict):
+        return {key: rest_datetimes(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [rest_datetimes(item) for item in value]
+    if isinstance(value, str) and _ISO_DATETIME.match(value):
+        return value.replace("T", " ", 1)
+    return value
+
+
 def cpu_ns(pid: int) -> int:
     """Nanoseconds every thread of a process has spent on a CPU (Linux schedstat)."""
     total = 0
@@ -381,12 +406,12 @@ def compare_with_reference(options: argparse.Namespace) -> None:
                 our_port, ours.pid, "/health", None, {}, options.inflight
             ),
         }
-        reference_text = json.loads(callers["reference REST"].call())
-        ours_text = json.loads(
+        reference_value = rest_datetimes(json.loads(callers["reference REST"].call()))
+        ours_value = tool_text_value(
             json.loads(callers["tau-server MCP"].call())["result"]["content"][0]["text"]
         )
-        same = "the same" if reference_text == ours_text else "DIFFERENT"
-        print(f"{domain}.{name}({json.dumps(arguments)}): both servers answer {same} record")
+        same = "the same" if reference_value == ours_value else "DIFFERENT"
+        print(f"{domain}.{name}({json.dumps(arguments)}): both servers answer {same} value")
         for caller in callers.values():  # warm up: first calls, caches, allocator
             for _ in range(300):
                 caller.call()

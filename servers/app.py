@@ -37,6 +37,7 @@ from tau_mcp.servers.engine.variants import KWARGS_OPTION, NAME_OPTION, Variant
 from tau_mcp.servers.ep import EvalProtocolBridge
 from tau_mcp.servers.fast_calls import FastToolCalls
 from tau_mcp.servers.guards import DEFAULT_BODY_TIMEOUT, LOOPBACK_HOSTS
+from tau_mcp.servers.hot_lane import HotAnswer
 from tau_mcp.servers.http_stack import (
     AsgiEndpoint,
     BadRequest,
@@ -233,6 +234,15 @@ class TauServer:
         variant = episode.variant if episode is not None and side == "agent" else None
         return (domain, side, variant.name if variant is not None else None)
 
+    def endpoint_key(self, domain: str, side: str, episode: Episode | None) -> tuple:
+        """The (domain, side, variant) whose MCP app and short path serve this episode's side."""
+        key = self.app_key(domain, side, episode)
+        if key not in self.fast_calls and not self.mcp_apps.knows(key):
+            # An episode without a config in a domain that has them: its toolkit is the
+            # config the domain's own toolkit is (banking_knowledge: no_knowledge).
+            key = (domain, side, self.store.domain(domain).spec.tool_variant)
+        return key
+
     def _side_app_builder(self, domain: str, side: Side, variant: str | None):
         def build():
             from tau_mcp.servers.mcp_tools import build_mcp_server
@@ -333,11 +343,7 @@ class TauServer:
                     send, 404, f"unknown episode '{episode_id}' in domain '{domain}'"
                 )
                 return
-        key = self.app_key(domain, side, episode)
-        if key not in self.fast_calls and not self.mcp_apps.knows(key):
-            # An episode without a config in a domain that has them: its toolkit is the
-            # config the domain's own toolkit is (banking_knowledge: no_knowledge).
-            key = (domain, side, self.store.domain(domain).spec.tool_variant)
+        key = self.endpoint_key(domain, side, episode)
         fast = self.fast_calls.get(key)
         if fast is not None and episode is not None:
             replay = await fast.serve(scope, receive, send, episode)
@@ -511,9 +517,32 @@ class TauServer:
             return self.episode_gateway
         return None
 
+    def hot(self, scope: Scope) -> HotAnswer | None:
+        """The short path's answer for a POST on an episode's MCP endpoint (`front`'s route),
+        for the `HotLane` in front of every guard; else None."""
+        return self._hot_answer if self.front(scope) is not None else None
+
+    async def _hot_answer(self, scope: Scope, body: bytes, send: Send) -> bool:
+        """A sessionless tool call or listing answered from `body` (True), or declined (False):
+        an unknown domain, side or episode, or a request the short path does not take, goes on
+        to the gateway, which answers it as ever."""
+        params = scope["path_params"]
+        domain, side = params["domain"], params["side"]
+        if domain not in self.domains or side not in SIDES:
+            return False
+        episode = self.store.find(domain, params["episode_id"])
+        if episode is None:
+            return False
+        fast = self.fast_calls.get(self.endpoint_key(domain, side, episode))
+        return fast is not None and await fast.answer(scope, body, send, episode)
+
     def build(self) -> Starlette:
         app = guarded_app(
-            self.routes(), self.settings.guards(), lifespan=self.lifespan, front=self.front
+            self.routes(),
+            self.settings.guards(),
+            lifespan=self.lifespan,
+            front=self.front,
+            hot=self.hot,
         )
         app.state.tau = self
         return app

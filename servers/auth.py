@@ -47,12 +47,22 @@ async def send_json_error(
     await send_json(send, status, json.dumps({"error": message}).encode(), headers or ())
 
 
+def bearer_value(token: str) -> bytes:
+    """The `Authorization` header value that carries `token`."""
+    return f"Bearer {token}".encode()
+
+
+def bearer_ok(given: bytes | None, expected: bytes) -> bool:
+    """Whether a request's (first) `Authorization` header is `expected`, in constant time."""
+    return hmac.compare_digest(given or b"", expected)
+
+
 class BearerTokenGuard:
     """Refuse any HTTP request without `Authorization: Bearer <token>` (401)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = bearer_value(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -63,7 +73,7 @@ class BearerTokenGuard:
             if name == b"authorization":
                 given = value
                 break
-        if not hmac.compare_digest(given, self.expected):
+        if not bearer_ok(given, self.expected):
             reason = "missing bearer token" if not given else "invalid bearer token"
             await send_json_error(send, 401, reason, [(b"www-authenticate", b"Bearer")])
             return

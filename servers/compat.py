@@ -167,7 +167,10 @@ def head_deadline_protocol(
         def on_headers_complete(self) -> None:
             self._reading_head = False
             self._cancel_head_timer()
+            before = self.cycle
             super().on_headers_complete()
+            if self.cycle is not before:  # a request to answer (not an upgrade)
+                self.cycle.transport = HeadWithBody(self.cycle.transport, self.loop)
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
@@ -197,6 +200,45 @@ def head_deadline_protocol(
             self.transport.close()
 
     return HeadDeadlineProtocol
+
+
+class HeadWithBody:
+    """A response cycle's view of its connection: its first write (the response head) is held
+    and leaves with the next one (the body's first part), in one send instead of two; a head
+    whose body does not follow in the same step (a stream) leaves on the loop's next turn.
+    uvicorn writes a head and a body separately, each a system call and a TCP segment."""
+
+    __slots__ = ("_transport", "_loop", "_held", "_first")
+
+    def __init__(self, transport: Any, loop: Any) -> None:
+        self._transport, self._loop = transport, loop
+        self._held: bytes | None = None
+        self._first = True
+
+    def write(self, data: bytes) -> None:
+        if self._first:
+            self._first = False
+            self._held = data
+            self._loop.call_soon(self._flush)
+            return
+        if self._held is not None:
+            data, self._held = self._held + data, None
+        self._transport.write(data)
+
+    def _flush(self) -> None:
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def server_keeping_signals(config: Any) -> Any:
@@ -278,7 +320,7 @@ async def _check_httptools_protocol() -> str | None:
 
     try:
         import uvicorn
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
         from uvicorn.server import ServerState
     except ImportError as exc:
         return f"uvicorn's httptools protocol: {exc}"
@@ -299,9 +341,19 @@ async def _check_httptools_protocol() -> str | None:
     )
     if "scope" not in vars(protocol):
         return "HttpToolsProtocol keeps no per-request scope"
+    if "cycle" not in vars(protocol):
+        return "HttpToolsProtocol keeps no request-response cycle (HeadWithBody)"
+    if not _writes_through_transport(RequestResponseCycle.send):
+        return "RequestResponseCycle.send no longer writes through self.transport (HeadWithBody)"
     return _missing(HttpToolsProtocol, *methods) or _missing(
         protocol, "connections", "loop", "parser"
     )
+
+
+def _writes_through_transport(send: Callable) -> bool:
+    import inspect
+
+    return "self.transport.write(" in inspect.getsource(send)
 
 
 async def _check_signals() -> str | None:
@@ -326,7 +378,7 @@ HOOKS: tuple[Hook, ...] = (
     Hook(
         "head_deadline_protocol",
         "uvicorn.protocols.http.httptools_impl.HttpToolsProtocol (its parser callbacks, "
-        "connections, loop, transport)",
+        "connections, loop, transport, cycle) and RequestResponseCycle.transport",
         _check_httptools_protocol,
     ),
     Hook("server_keeping_signals", "uvicorn.Server.capture_signals", _check_signals),

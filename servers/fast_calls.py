@@ -67,21 +67,30 @@ class FastToolCalls:
     ) -> Receive | None:
         """Answer the request and return None, or return a `receive` that replays what was read
         so FastMCP can handle the request."""
-        plain = self._plain_headers(scope) if scope.get("method") == "POST" else None
-        if plain is None:
+        if scope.get("method") != "POST" or self._plain_headers(scope) is None:
             return receive
-        method, name_header = plain
         body, tail = await _read_body(receive)
+        if await self.answer(scope, body, send, episode):
+            return None
+        return _replayer(body, tail, receive)
+
+    async def answer(self, scope: Scope, body: bytes, send: Send, episode: Episode) -> bool:
+        """Answer a POST whose whole body is `body` (True), or decline it (False: nothing was
+        sent, FastMCP's to answer)."""
+        plain = self._plain_headers(scope)
+        if plain is None:
+            return False
+        method, name_header = plain
         if method == b"tools/list":
             ident = self._parse_listing(scope, body)
             if ident is None:
-                return _replayer(body, tail, receive)
+                return False
             listing = {"jsonrpc": "2.0", "id": ident, "result": self.listing()}
             await _send_json(send, listing)
-            return None
+            return True
         call = self._parse(scope, body, name_header)
         if call is None:
-            return _replayer(body, tail, receive)
+            return False
         ident, name, arguments = call
         outcome = await call_on_episode(episode, self.side, name, arguments)
         meta: dict[str, Any] = {SERVER_INFO_META: self.server_info}
@@ -98,7 +107,7 @@ class FastToolCalls:
             },
         }
         await _send_json(send, result, floats=bool(outcome.cost) or outcome.fault is not None)
-        return None
+        return True
 
     def listing(self) -> dict[str, Any]:
         if self._listing is None:

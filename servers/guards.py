@@ -88,6 +88,18 @@ def host_name(host: str) -> str:
     return host
 
 
+def host_names(allowed_hosts: Iterable[str]) -> frozenset[str]:
+    """The names a `Host` header may carry, as `host_allowed` compares them ("*": any)."""
+    return frozenset(host_name(h) if h != "*" else "*" for h in allowed_hosts)
+
+
+def host_allowed(names: frozenset[str] | set[str], host: bytes | None) -> bool:
+    """Whether a request's (first) `Host` header names this server (`host_names`)."""
+    if "*" in names:
+        return True
+    return host is not None and host_name(host.decode("latin-1")) in names
+
+
 def allowed_hosts_for(bind_host: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
     """The `Host` names a server bound to `bind_host` answers to: loopback names, the bound
     address itself (unless it is a wildcard address), and `--allow-host` entries."""
@@ -109,13 +121,11 @@ class HostOriginGuard:
         allowed_origins: Iterable[str] = (),
     ) -> None:
         self.app = app
-        self.hosts = {host_name(h) if h != "*" else "*" for h in allowed_hosts}
+        self.hosts = host_names(allowed_hosts)
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
 
     def host_ok(self, host: bytes | None) -> bool:
-        if "*" in self.hosts:
-            return True
-        return host is not None and host_name(host.decode("latin-1")) in self.hosts
+        return host_allowed(self.hosts, host)
 
     def origin_ok(self, origin: str, host: bytes | None) -> bool:
         origin = origin.rstrip("/").lower()
@@ -166,7 +176,7 @@ class HostOriginGuard:
             await self._preflight(scope, send, origin)
             return
         has_body = chunked is not None if length is None else length.strip() not in (b"0", b"")
-        if method == "POST" and has_body and not _is_json(content_type):
+        if method == "POST" and has_body and not is_json(content_type):
             await send_error(
                 send, scope, 415, "Content-Type must be application/json on this route"
             )
@@ -214,7 +224,7 @@ def _cors_headers(origin: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _is_json(content_type: bytes | None) -> bool:
+def is_json(content_type: bytes | None) -> bool:
     value = (content_type or b"").split(b";", 1)[0].strip().lower()
     return value == b"application/json" or (
         value.startswith(b"application/") and value.endswith(b"+json")
@@ -281,38 +291,56 @@ class JsonBodyGuard:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        try:
-            if scope.get(BODY_RECEIVED):
-                body, disconnected = await _read_body(receive)
-            else:
-                body, disconnected = await _read_body_within(receive, self.body_timeout)
-        except TimeoutError:
-            await send_error(
-                send,
-                scope,
-                408,
-                f"request body not received within {self.body_timeout:g} s",
-                headers=[(b"connection", b"close")],
-            )
+        body = await receive_body(scope, receive, send, self.body_timeout)
+        if body is None:
             return
-        if disconnected:
+        problem = body_problem(scope, body)
+        if problem is not None:
+            await send_error(send, scope, 400, *problem)
             return
-        if body.strip():
-            problem = json_text_problem(body)
-            if problem is None and is_mcp_path(scope["path"]):
-                try:
-                    value = parse_json(body)
-                except (ValueError, UnicodeDecodeError):
-                    problem, code = "request body is not valid JSON", JSONRPC_PARSE_ERROR
-                else:
-                    problem, code = jsonrpc_problem(value), JSONRPC_INVALID_REQUEST
-                    scope[PARSED_BODY] = (body, value)
-            else:
-                code = JSONRPC_PARSE_ERROR
-            if problem is not None:
-                await send_error(send, scope, 400, problem, code)
-                return
         await self.app(scope, replay_body(body, receive), send)
+
+
+async def receive_body(scope: Scope, receive: Receive, send: Send, timeout: float) -> bytes | None:
+    """A POST's whole body, read within `timeout` seconds unless it has all arrived already;
+    None when the client went away or did not send it in time (answered 408 here)."""
+    try:
+        if scope.get(BODY_RECEIVED):
+            body, disconnected = await _read_body(receive)
+        else:
+            body, disconnected = await _read_body_within(receive, timeout)
+    except TimeoutError:
+        await send_error(
+            send,
+            scope,
+            408,
+            f"request body not received within {timeout:g} s",
+            headers=[(b"connection", b"close")],
+        )
+        return None
+    return None if disconnected else body
+
+
+def body_problem(scope: Scope, body: bytes) -> tuple[str, int] | None:
+    """Why a POST body is refused (400), with its JSON-RPC error code, or None: its JSON text
+    past `tau_mcp.servers.limits`, and on MCP paths a body that does not parse or is not a
+    JSON-RPC message. A parsed MCP body is left in the scope (`PARSED_BODY`)."""
+    if not body.strip():
+        return None
+    problem = json_text_problem(body)
+    if problem is not None:
+        return problem, JSONRPC_PARSE_ERROR
+    if not is_mcp_path(scope["path"]):
+        return None
+    try:
+        value = parse_json(body)
+    except (ValueError, UnicodeDecodeError):
+        return "request body is not valid JSON", JSONRPC_PARSE_ERROR
+    problem = jsonrpc_problem(value)
+    if problem is not None:
+        return problem, JSONRPC_INVALID_REQUEST
+    scope[PARSED_BODY] = (body, value)
+    return None
 
 
 async def _read_body_within(receive: Receive, seconds: float) -> tuple[bytes, bool]:

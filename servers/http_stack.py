@@ -15,6 +15,10 @@ The guards, outermost first (see `tau_mcp.servers.guards`, `tau_mcp.servers.auth
 - `BodySizeLimit` (413) and `JsonBodyGuard`: the body within `body_timeout` (408), its JSON text
   within `tau_mcp.servers.limits` (depth, number length, lone surrogates: 400), JSON-RPC shape on MCP paths.
 
+In front of all of them, `tau-server`'s app has a `HotLane` (`tau_mcp.servers.hot_lane`): a plain
+sessionless tool call that every guard above would let through untouched is answered in one
+pass with the guards' own checks; anything else goes down this stack.
+
 Every exception a route raises is answered as JSON too: an `EngineError` with its status, an
 HTTP error (404 no route, 405 method) with one sentence, anything else a 500 that names only the
 exception's type.
@@ -46,6 +50,7 @@ from tau_mcp.servers.guards import (
     HostOriginGuard,
     JsonBodyGuard,
 )
+from tau_mcp.servers.hot_lane import HotLane, HotPick, answer_exception
 
 log = logging.getLogger("tau.server")
 
@@ -92,9 +97,12 @@ def guarded_app(
     lifespan: Callable[[Starlette], Any] | None = None,
     exception_handlers: dict[Any, Callable] | None = None,
     front: Front | None = None,
+    hot: HotPick | None = None,
 ) -> Starlette:
     """A Starlette app behind the guard stack, answering every error as JSON. `front` picks
-    the requests of the hottest routes, which then skip Starlette's router (`FrontRoutes`)."""
+    the requests of the hottest routes, which then skip Starlette's router (`FrontRoutes`);
+    `hot` picks the answer for the hottest request of all, a sessionless tool call, which a
+    `HotLane` then gives in one pass when every guard would let it through."""
     handlers: dict[Any, Callable] = {
         EngineError: _engine_error,
         HTTPException: _http_error,
@@ -106,12 +114,41 @@ def guarded_app(
     if front is not None:
         routed = {k: v for k, v in handlers.items() if k not in (Exception, 500)}
         middleware.append(Middleware(FrontRoutes, front=front, handlers=routed))
-    return Starlette(
+    if hot is None:
+        return Starlette(
+            routes=list(routes),
+            middleware=middleware,
+            lifespan=lifespan,
+            exception_handlers=handlers,
+        )
+    return LanedStarlette(
+        HotLaneSpec(guards, hot, handlers),
         routes=list(routes),
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers=handlers,
     )
+
+
+@dataclass(frozen=True)
+class HotLaneSpec:
+    """What `LanedStarlette` builds its `HotLane` from."""
+
+    guards: HttpGuards
+    pick: HotPick
+    handlers: dict[Any, Callable]
+
+
+class LanedStarlette(Starlette):
+    """A Starlette app with a `HotLane` (`tau_mcp.servers.hot_lane`) in front of its whole
+    middleware stack, Starlette's own error middleware included."""
+
+    def __init__(self, lane: HotLaneSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lane = HotLane(super().__call__, lane.guards, lane.pick, lane.handlers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.lane(scope, receive, send)
 
 
 #: Picks a request's endpoint when it is on one of the hottest routes (having put the route's
@@ -144,17 +181,11 @@ class FrontRoutes:
         try:
             await endpoint(scope, receive, tracking_send)
         except Exception as exc:
-            handler = next(
-                (self.handlers[k] for k in type(exc).__mro__ if k in self.handlers), None
-            )
-            if handler is None:
-                raise
-            if started:
+            if started and any(k in self.handlers for k in type(exc).__mro__):
                 raise RuntimeError(
                     "Caught handled exception, but response already started."
                 ) from exc
-            response = await handler(Request(scope, receive, send), exc)
-            await response(scope, receive, tracking_send)
+            await answer_exception(self.handlers, exc, scope, receive, tracking_send)
 
 
 class BadRequest(EngineError):

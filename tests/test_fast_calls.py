@@ -74,18 +74,25 @@ async def _answers(monkeypatch, full_path: bool) -> list[tuple[int, bytes]]:
 
 
 def _count_short_path(monkeypatch) -> list[bool]:
-    """For each request the short path sees, whether it answered it (True) or handed it on."""
+    """For each request the short path sees, whether it answered it (True) or handed it on
+    (a request it declines may be offered to it twice: by the hot lane, then by the gateway)."""
     from tau_mcp.servers.fast_calls import FastToolCalls
 
+    scopes: list[dict] = []  # kept, so that no two requests' scopes share an id
     served: list[bool] = []
-    original = FastToolCalls.serve
+    original = FastToolCalls.answer
 
-    async def counting(self, scope, receive, send, episode):
-        replay = await original(self, scope, receive, send, episode)
-        served.append(replay is None)
-        return replay
+    async def counting(self, scope, body, send, episode):
+        answered = await original(self, scope, body, send, episode)
+        index = next((i for i, seen in enumerate(scopes) if seen is scope), None)
+        if index is None:
+            scopes.append(scope)
+            served.append(answered)
+        else:
+            served[index] = served[index] or answered
+        return answered
 
-    monkeypatch.setattr(FastToolCalls, "serve", counting)
+    monkeypatch.setattr(FastToolCalls, "answer", counting)
     return served
 
 
