@@ -74,11 +74,18 @@ def json_text_problem(
                 "a JSON string holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is not text"
             )
         body = body.replace(b'\\"', b"__")
+    # Most bodies pass both checks even counting what is inside strings: no need to set the
+    # strings aside then.
+    long_run = b"1" * (max_number + 1)
+    number_ok = long_run not in body.translate(_NUMBER_MASK)
+    depth_ok = body.count(b"[") + body.count(b"{") <= max_depth
+    if number_ok and depth_ok:
+        return None
     # Outside strings: every other piece between quotes (an unterminated string runs to the end).
     outside = b"".join(body.split(b'"')[::2]) if b'"' in body else body
-    if b"1" * (max_number + 1) in outside.translate(_NUMBER_MASK):
+    if not number_ok and long_run in outside.translate(_NUMBER_MASK):
         return f"a JSON number is longer than {max_number} characters"
-    if _deeper_than(outside.translate(None, _NOT_BRACKET), max_depth):
+    if not depth_ok and _deeper_than(outside.translate(None, _NOT_BRACKET), max_depth):
         return f"JSON nested deeper than {max_depth} levels"
     return None
 
@@ -106,14 +113,17 @@ def _deeper_than(brackets: bytes, limit: int) -> bool:
     return max(map(sub, opened, closed), default=0) > limit
 
 
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# A run of 19 digits, found as 19 nines once every digit reads as a nine (~7x faster than the
+# regular expression `[0-9]{19}`, which tries every position).
+_DIGITS_AS_NINES = bytes.maketrans(b"012345678", b"999999999")
+_LONG_DIGITS = b"9" * 19
 
 
 def parse_json(body: bytes) -> Any:
     """`json.loads(body)`, value and errors alike, through orjson when that gives the same
     (~4x faster). orjson reads integers past 64 bits as floats (so a run of 19 digits goes to
     json) and refuses what json accepts (NaN, 1e400, a byte-order mark, UTF-16): json decides."""
-    if _LONG_DIGITS.search(body) is None:
+    if _LONG_DIGITS not in body.translate(_DIGITS_AS_NINES):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:

@@ -83,16 +83,28 @@ def charge(amount: float | None) -> None:
         charges.add(amount)
 
 
-@contextlib.contextmanager
-def tool_call(episode: Any, charges: Charges) -> Iterator[Charges]:
-    """Make `episode` and `charges` current for the block."""
-    episode_token = _episode.set(episode)
-    charges_token = _charges.set(charges)
-    try:
-        yield charges
-    finally:
+class _ToolCall:
+    """`tool_call`'s block (a class: a third of a generator-based context manager's cost, on
+    every tool call)."""
+
+    __slots__ = ("episode", "charges", "tokens")
+
+    def __init__(self, episode: Any, charges: Charges) -> None:
+        self.episode, self.charges = episode, charges
+
+    def __enter__(self) -> Charges:
+        self.tokens = (_episode.set(self.episode), _charges.set(self.charges))
+        return self.charges
+
+    def __exit__(self, *exc: object) -> None:
+        episode_token, charges_token = self.tokens
         _charges.reset(charges_token)
         _episode.reset(episode_token)
+
+
+def tool_call(episode: Any, charges: Charges) -> _ToolCall:
+    """Make `episode` and `charges` current for the block."""
+    return _ToolCall(episode, charges)
 
 
 @contextlib.contextmanager
