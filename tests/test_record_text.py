@@ -71,3 +71,17 @@ def test_an_episodes_own_copy_is_rendered_afresh_and_others_keep_the_base() -> N
     assert status(first) == "cancelled"
     assert status(second) == before
     assert status(Episode(domain, "third", None)) == before
+
+
+def test_past_the_cap_a_record_is_rendered_and_not_kept(monkeypatch) -> None:
+    from tau_mcp.servers.engine import cow
+
+    domain = _domain("mock")
+    base = domain.base
+    records = [r for t in base.dict_fields for r in base.records(t).values()]
+    if not records:
+        pytest.skip("the demo data has no table of records")
+    monkeypatch.setattr(cow, "RECORD_TEXTS_MAX_CHARS", 0)
+    first = base.record_text(records[0], render_result)
+    assert first == render_result(records[0])
+    assert base.record_text(records[0], render_result) is not first  # made again, not kept

@@ -42,6 +42,9 @@ from tau_mcp.servers.engine.lru import LruCache
 # reach it, trials of one task...), and the largest total of changed fragments worth keeping.
 HASH_MEMO_ENTRIES = 256
 HASH_MEMO_MAX_BYTES = 64 * 1024
+# The most text of base records' tool results kept (`BaseState.record_text`); past it, a record
+# not yet kept is rendered on every read (airline's whole database is ~3 MB of such text).
+RECORD_TEXTS_MAX_CHARS = 32 << 20
 
 _MISSING = object()
 # How an episode's value of a nested table compares with the base (see `CowDB._nested_state`).
@@ -182,6 +185,7 @@ class BaseState:
         self._hash_memo: LruCache[tuple[Change, ...], str] = LruCache(HASH_MEMO_ENTRIES)
         self._record_ids: frozenset[int] | None = None
         self._texts: dict[int, str] = {}
+        self._texts_chars = 0
 
     def __reduce__(self) -> Any:
         # Episode copies refer to the base; they must never carry a copy of it.
@@ -221,7 +225,10 @@ class BaseState:
             return None
         text = self._texts.get(key)
         if text is None:
-            text = self._texts[key] = render(value)
+            text = render(value)
+            if self._texts_chars + len(text) <= RECORD_TEXTS_MAX_CHARS:
+                self._texts[key] = text
+                self._texts_chars += len(text)
         return text
 
     # --- copies ----------------------------------------------------------------------------
