@@ -3,8 +3,10 @@ serve`) in a subprocess, and waiting until it answers `GET /health`.
 
 Most benchmarks in scripts/ measure a real server in its own process (so client and server do not
 share a GIL); this is that one job, done once. The waits differ between benchmarks only in their
-deadline, polling interval and failure sentence, which stay each script's own (parameters here).
-Scripts import it as `import serving` (scripts/ is on sys.path when one runs as a file).
+deadline, polling interval and failure sentence, which stay each script's own (`Wait`). The probe
+is the standard library's `http.client` (no proxy settings, no pool), whatever client a benchmark
+itself measures. Scripts import it as `import serving` (scripts/ is on sys.path when one runs as
+a file).
 """
 
 from __future__ import annotations
