@@ -35,11 +35,12 @@ import asyncio
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from serving import Wait, start_tau_server, stop
 
 CLIENTS = ("httpx2", "aiohttp")
 READ_CALL = {
@@ -47,12 +48,6 @@ READ_CALL = {
     "airline": ("get_user_details", {"user_id": "mia_li_3668"}),
 }
 GOAL_RATIO = 1.5
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def raise_open_files() -> tuple[int, int]:
@@ -202,34 +197,11 @@ def child(options: argparse.Namespace) -> None:
 
 # --- the whole benchmark --------------------------------------------------------------------
 def start_server(domain: str, data_dir: str | None, cap: int) -> tuple[str, subprocess.Popen]:
-    import httpx2
-
-    port = free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "from tau_mcp.servers.cli import app; app()",
-        "serve",
-        "--port",
-        str(port),
-        "--domains",
-        domain,
-        "--max-connections",
-        str(cap),
-    ]
-    if data_dir:
-        command += ["--data-dir", data_dir]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx2.get(base + "/health", timeout=1).status_code == 200:
-                return base, proc
-        except httpx2.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("tau-server did not start within 120 s")
+    args = ["--domains", domain, "--max-connections", str(cap)]
+    args += ["--data-dir", data_dir] if data_dir else []
+    return start_tau_server(
+        args, Wait(interval=0.1, failure="tau-server did not start within 120 s")
+    )
 
 
 def run_one(kind: str, base: str, pid: int, inflight: int, options: argparse.Namespace) -> dict:
@@ -301,8 +273,7 @@ def main() -> None:
                         flush=True,
                     )
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, timeout=30)
     print(f"\nclient CPU per request (median of {options.rounds} round(s)), {options.domain}:")
     for kind in clients:
         base_ms = _median([r["client_ms"] for r in results[(kind, levels[0])]])

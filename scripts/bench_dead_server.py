@@ -15,22 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx2
+from serving import Wait, start_tau_server
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def saved(path: Path) -> int:
@@ -52,33 +45,13 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("TAU2_DATA_DIR"))
     args = parser.parse_args()
     data = ["--data-dir", args.data_dir] if args.data_dir else []
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from tau_mcp.servers.cli import app; app()",
-            "serve",
-            "--port",
-            str(port),
-        ]
-        + ["--domains", args.domain, *data],
+    url, server = start_tau_server(
+        ["--domains", args.domain, *data],
+        Wait(seconds=60, interval=0.1, failure="tau-server did not start"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx2.get(url + "/health", timeout=1).status_code == 200:
-                break
-        except httpx2.HTTPError:
-            pass
-        if time.monotonic() > deadline or server.poll() is not None:
-            sys.exit("tau-server did not start")
-        time.sleep(0.1)
     with tempfile.TemporaryDirectory() as tmp:
         save_to = Path(tmp) / "run.json"
         run = subprocess.Popen(

@@ -11,14 +11,14 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_live import cpu_seconds, free_port, tree  # noqa: E402
+from bench_live import cpu_seconds, tree  # noqa: E402
+from serving import free_port, serve_command, start_server, stop  # noqa: E402
 
 
 def main() -> None:
@@ -27,23 +27,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
-    port = free_port()
-    command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
-    command += ["--port", str(port), "--domains", "mock", "--workers", str(args.workers)]
+    server_args = ["--domains", "mock", "--workers", str(args.workers)]
     if args.data_dir:
-        command += ["--data-dir", args.data_dir]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+        server_args += ["--data-dir", args.data_dir]
+    port = free_port()
+    base, proc = start_server(serve_command(port, server_args), port)
     try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(base + "/health") as answer:
-                    report = json.load(answer)
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("server did not start")
+        with urllib.request.urlopen(base + "/health") as answer:  # the workers' pids
+            report = json.load(answer)
         workers = {w["pid"] for w in report["workers"]}
         front = [p for p in tree([proc.pid]) if p not in workers and p != proc.pid]
         create = urllib.request.Request(
@@ -85,8 +76,7 @@ def main() -> None:
             f"{wall * 1000 / args.requests:.3f} ms; load average {os.getloadavg()[0]:.2f}"
         )
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        stop(proc, timeout=60)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,11 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
-import sys
 import time
 
 import aiohttp
+from serving import start_tau_server, stop
 
 READ_CALL = {
     "mock": ("get_users", {}),
@@ -48,12 +47,6 @@ MODERN_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the server's processes --------------------------------------------------------------------
@@ -107,39 +100,13 @@ def memory_mb(pids: list[int]) -> tuple[float, float]:
 
 
 def start_server(args: argparse.Namespace) -> tuple[str, subprocess.Popen]:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "from tau_mcp.servers.cli import app; app()",
-        "serve",
-        "--port",
-        str(port),
-        "--domains",
-        args.domain,
-        "--capacity",
-        str(max(20_000, int(args.episodes * 1.25))),
-        "--max-connections",
-        str(max(1_000, args.connections + 64)),
-        "--workers",
-        str(args.workers),
-    ]
+    server_args = ["--domains", args.domain]
+    server_args += ["--capacity", str(max(20_000, int(args.episodes * 1.25)))]
+    server_args += ["--max-connections", str(max(1_000, args.connections + 64))]
+    server_args += ["--workers", str(args.workers)]
     if args.data_dir:
-        command += ["--data-dir", args.data_dir]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    import urllib.request
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=1) as answer:
-                if answer.status == 200:
-                    return base, proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("server did not start")
+        server_args += ["--data-dir", args.data_dir]
+    return start_tau_server(server_args)
 
 
 def percentile(samples: list[float], share: float) -> float:
@@ -358,8 +325,7 @@ def main() -> None:
         asyncio.run(run(args, base, pids))
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=60)
+            stop(proc, timeout=60)
 
 
 if __name__ == "__main__":

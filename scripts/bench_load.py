@@ -33,13 +33,13 @@ import json
 import multiprocessing
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
 import httpx2
+from serving import Wait, start_tau_server, stop
 
 READ_CALL = {
     "mock": ("get_users", {}),
@@ -76,34 +76,14 @@ def start_burners(count: int, seconds: float) -> list[multiprocessing.Process]:
     return procs
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(
     domain: str, extra: list[str], serve: bool = False
 ) -> tuple[str, subprocess.Popen]:
-    port = free_port()
     if serve:  # tau-harness serve: simulations played by the clients, a scripted user
-        command = [sys.executable, "-c", "from tau_mcp.harness.cli import main; main()", "serve"]
-        command += ["--port", str(port), "--domain", domain, "--user", "scripted"]
-        command += ["--judge-llm", "none", *extra]
+        args = ["--domain", domain, "--user", "scripted", "--judge-llm", "none", *extra]
     else:
-        command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
-        command += ["--port", str(port), "--domains", domain, *extra]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx2.get(base + "/health", timeout=1).status_code == 200:
-                return base, proc
-        except httpx2.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("server did not start within 120 s")
+        args = ["--domains", domain, *extra]
+    return start_tau_server(args, Wait(failure="server did not start within 120 s"), harness=serve)
 
 
 class Tally:
@@ -300,8 +280,7 @@ def main() -> None:
             asyncio.run(asyncio.wait_for(hostile(base, options), MAX_RUN_SECONDS))
         finally:
             if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=10)
+                stop(proc, timeout=10)
         return
     burners = start_burners(options.burners, MAX_RUN_SECONDS)
     try:
@@ -312,8 +291,7 @@ def main() -> None:
         for burner in burners:
             burner.terminate()
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop(proc, timeout=10)
     calls = len(tally.latencies)
     lat = sorted(tally.latencies) or [0.0]
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]

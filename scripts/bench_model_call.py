@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from serving import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -35,12 +37,6 @@ def shared_dir() -> Path:
 
 
 SHARED = shared_dir()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # The fake model writes a reply's headers and body in two sends. With Nagle's algorithm on, the

@@ -33,23 +33,16 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_live import cpu_seconds, free_port, tree  # noqa: E402
+from bench_live import cpu_seconds, tree  # noqa: E402
+from serving import TAU_SERVER, Wait, free_port, start_server, stop, wait_until_up  # noqa: E402
 
 EPISODE = "serve-bench"
 WARM_UP = 200
 STORE_DOMAINS = ("airline", "retail", "telecom")
 
 
-def wait_health(base: str, what: str) -> None:
-    for _ in range(900):
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{what} did not answer /health")
+def health_wait(what: str) -> Wait:
+    return Wait(seconds=180, probe_timeout=2, failure=f"{what} did not answer /health")
 
 
 def create_episode(base: str) -> None:
@@ -95,27 +88,22 @@ def drive(port: int, count: int, pids, idle_rate: float = 0.0) -> tuple[float, f
 
 
 def serve_command(host: str, port: int, data_dir: str | None) -> list[str]:
-    command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
-    command += ["--host", host, "--port", str(port), "--domains", "mock"]
+    command = [*TAU_SERVER, "serve", "--host", host, "--port", str(port), "--domains", "mock"]
     return command + (["--data-dir", data_dir] if data_dir else [])
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def direct_and_haproxy(args: argparse.Namespace) -> float:
     """Prints both figures; returns the direct one (ms CPU per request)."""
     port = free_port()
-    node = subprocess.Popen(serve_command("127.0.0.1", port, args.data_dir))
+    base, node = start_server(
+        serve_command("127.0.0.1", port, args.data_dir),
+        port,
+        health_wait("tau-server"),
+        stderr=None,
+    )
     procs = [node]
     try:
-        wait_health(f"http://127.0.0.1:{port}", "tau-server")
-        create_episode(f"http://127.0.0.1:{port}")
+        create_episode(base)
         server_ms, trip = drive(port, args.requests, lambda: tree([node.pid]))
         print(
             f"direct: tau-server (one process) {server_ms:.3f} ms CPU per request; "
@@ -132,7 +120,7 @@ def direct_and_haproxy(args: argparse.Namespace) -> float:
         config.write_text(haproxy_config([f"127.0.0.1:{port}"], f"127.0.0.1:{front}"))
         lb = subprocess.Popen([haproxy, "-f", str(config), "-db"], stderr=subprocess.DEVNULL)
         procs.append(lb)
-        wait_health(f"http://127.0.0.1:{front}", "HAProxy")
+        wait_until_up(f"http://127.0.0.1:{front}", health_wait("HAProxy"), lb)
 
         lb_ms, trip = drive(front, args.requests, lambda: [lb.pid])
         print(
@@ -143,7 +131,7 @@ def direct_and_haproxy(args: argparse.Namespace) -> float:
         return server_ms
     finally:
         for proc in procs:
-            stop(proc)
+            stop(proc, timeout=60)
 
 
 def store_cost(args: argparse.Namespace, request_ms: float) -> None:
@@ -153,10 +141,10 @@ def store_cost(args: argparse.Namespace, request_ms: float) -> None:
     port = free_port()
     command = serve_command("127.0.0.1", port, args.data_dir)
     command[command.index("mock")] = ",".join(STORE_DOMAINS)
-    node = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    base, node = start_server(
+        command, port, health_wait("tau-server"), stdout=subprocess.DEVNULL, stderr=None
+    )
     try:
-        wait_health(base, "tau-server")
         for domain in STORE_DOMAINS:
             create = urllib.request.Request(
                 f"{base}/{domain}/episodes",
@@ -178,7 +166,7 @@ def store_cost(args: argparse.Namespace, request_ms: float) -> None:
                 f"(the direct request above: {request_ms:.3f} ms)"
             )
     finally:
-        stop(node)
+        stop(node, timeout=60)
 
 
 def build_tau_app():
@@ -208,7 +196,7 @@ def ray_serve(args: argparse.Namespace) -> None:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         deployment = serve.deployment(serve.ingress(build_tau_app)(), name="tau")
         serve.run(deployment.bind(), name="tau", route_prefix="/")
-        wait_health(f"http://127.0.0.1:{port}", "Ray Serve")
+        wait_until_up(f"http://127.0.0.1:{port}", health_wait("Ray Serve"))
         print(f"Ray Serve started in {time.perf_counter() - started:.1f} s")
         create_episode(f"http://127.0.0.1:{port}")
         me = os.getpid()

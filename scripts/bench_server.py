@@ -25,20 +25,12 @@ import asyncio
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
-import sys
 import time
 
 import httpx
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
+from serving import Wait, free_port, serve_command, start_tau_server, stop, wait_until_up
 
 READ_CALL = {
     "mock": ("get_users", {}),
@@ -53,30 +45,8 @@ READ_CALL = {
 
 def start_server(domain: str, data_dir: str | None) -> tuple[str, subprocess.Popen]:
     """`tau-server serve` (uvicorn) in its own process, so client and server do not share a GIL."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "from tau_mcp.servers.cli import app; app()",
-        "serve",
-        "--port",
-        str(port),
-        "--domains",
-        domain,
-    ]
-    if data_dir:
-        command += ["--data-dir", data_dir]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                return base, proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server did not start")
+    args = ["--domains", domain] + (["--data-dir", data_dir] if data_dir else [])
+    return start_tau_server(args, Wait(interval=0.1))
 
 
 def rpc(method: str, params: dict, ident: int) -> bytes:
@@ -278,24 +248,6 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
-def wait_until_up(port: int, path: str, proc: subprocess.Popen, what: str) -> None:
-    import http.client
-
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{what} exited at start ({proc.returncode})")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", path)
-            connection.getresponse().read()
-            connection.close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"{what} did not start within 180 s")
-
-
 class Caller:
     """Kept-alive connections to one server, each making one request at a time (`inflight`
     of them at once, on threads): what the server spends per request."""
@@ -364,14 +316,26 @@ def compare_with_reference(options: argparse.Namespace) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
-    command += ["--port", str(our_port), "--domains", domain]
-    if options.data_dir:
-        command += ["--data-dir", options.data_dir]
-    ours = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = ["--domains", domain] + (["--data-dir", options.data_dir] if options.data_dir else [])
+    ours = subprocess.Popen(
+        serve_command(our_port, args),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        wait_until_up(ref_port, "/api/openapi.json", reference, "the reference's server")
-        wait_until_up(our_port, "/health", ours, "tau-server")
+        for port, proc, what, path in (
+            (ref_port, reference, "the reference's server", "/api/openapi.json"),
+            (our_port, ours, "tau-server", "/health"),
+        ):
+            wait = Wait(
+                seconds=180,
+                probe_timeout=2,
+                failure=f"{what} did not start within 180 s",
+                exited=f"{what} exited at start ({{code}})",
+                path=path,
+            )
+            wait_until_up(f"http://127.0.0.1:{port}", wait, proc)
         connection = http.client.HTTPConnection("127.0.0.1", our_port, timeout=60)
         connection.request(
             "POST", f"/{domain}/episodes", body=b"{}", headers={"content-type": "application/json"}
@@ -490,8 +454,7 @@ def main() -> None:
     try:
         asyncio.run(run(options.domain, base, options.episodes, options.calls, proc.pid))
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc, timeout=10)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,11 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
-import sys
 import time
 
 import httpx2
+from serving import Wait, start_tau_server, stop
 
 CALL = {
     "mock": ("get_users", {}),
@@ -52,27 +51,11 @@ def rss_mb(pid: int) -> float:
 
 
 def start_server(domain: str, serve: bool = False) -> tuple[str, subprocess.Popen]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     if serve:
-        command = [sys.executable, "-c", "from tau_mcp.harness.cli import main; main()", "serve"]
-        command += ["--port", str(port), "--domain", domain, "--user", "scripted"]
-        command += ["--judge-llm", "none"]
+        args = ["--domain", domain, "--user", "scripted", "--judge-llm", "none"]
     else:
-        command = [sys.executable, "-c", "from tau_mcp.servers.cli import app; app()", "serve"]
-        command += ["--port", str(port), "--domains", domain]
-    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx2.get(base + "/health", timeout=1).status_code == 200:
-                return base, proc
-        except httpx2.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("server did not start within 120 s")
+        args = ["--domains", domain]
+    return start_tau_server(args, Wait(failure="server did not start within 120 s"), harness=serve)
 
 
 def rpc(method: str, params: dict, ident: int | None = 1) -> str:
@@ -206,8 +189,7 @@ def main() -> None:
         asyncio.run(soak(base, pid, opts))
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop(proc, timeout=10)
 
 
 if __name__ == "__main__":

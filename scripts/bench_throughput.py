@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from serving import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the checkout, or beside the checkout's parent (a git worktree under wt/)
 SHARED = next((p / "shared" for p in REPO.parents[:2] if (p / "shared").is_dir()), REPO.parent)
@@ -37,12 +39,6 @@ DEFAULT_FAKE = SHARED / "perf/instant_llm.py"
 DEFAULT_DATA = SHARED / "tau2-data"
 GOAL_CPU_MS = 3.0
 GOAL_STARTUP_S = 1.5
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class InstantModel:
