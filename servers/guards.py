@@ -111,6 +111,29 @@ def allowed_hosts_for(bind_host: str, extra: Iterable[str] = ()) -> tuple[str, .
     return tuple(dict.fromkeys(names))
 
 
+def guarded_headers(
+    headers: Iterable[tuple[bytes, bytes]],
+) -> tuple[bytes | None, bytes | None, bytes | None, bytes | None, bytes | None, bytes | None]:
+    """The headers the guards read, in one pass (this runs on every request): the first `Host`,
+    `Origin`, `Content-Type`, `Content-Length` and `Authorization`, as each guard reads them,
+    and the last `Transfer-Encoding`."""
+    host = origin = content_type = length = chunked = authorization = None
+    for key, value in headers:
+        if key == b"host":
+            host = value if host is None else host
+        elif key == b"origin":
+            origin = value if origin is None else origin
+        elif key == b"content-type":
+            content_type = value if content_type is None else content_type
+        elif key == b"content-length":
+            length = value if length is None else length
+        elif key == b"transfer-encoding":
+            chunked = value
+        elif key == b"authorization":
+            authorization = value if authorization is None else authorization
+    return host, origin, content_type, length, chunked, authorization
+
+
 class HostOriginGuard:
     """DNS-rebinding and cross-site protection (see the module docstring)."""
 
@@ -144,18 +167,7 @@ class HostOriginGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = raw_origin = content_type = length = chunked = None
-        for key, value in scope["headers"]:  # one pass: this runs on every request
-            if key == b"host":
-                host = value if host is None else host
-            elif key == b"origin":
-                raw_origin = value if raw_origin is None else raw_origin
-            elif key == b"content-type":
-                content_type = value if content_type is None else content_type
-            elif key == b"content-length":
-                length = value if length is None else length
-            elif key == b"transfer-encoding":
-                chunked = value
+        host, raw_origin, content_type, length, chunked, _ = guarded_headers(scope["headers"])
         if not self.host_ok(host):
             shown = host.decode("latin-1") if host else "(none)"
             await send_error(

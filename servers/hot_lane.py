@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tau_mcp.servers.auth import bearer_ok, bearer_value
 from tau_mcp.servers.guards import (
     body_problem,
+    guarded_headers,
     host_allowed,
     host_names,
     is_json,
@@ -95,20 +96,10 @@ class HotLane:
 
     def _admitted(self, headers: list[tuple[bytes, bytes]]) -> bool:
         """Whether every configured guard lets a request with these headers through untouched
-        (its body is checked after): the first `Host`, `Content-Length`, `Content-Type` and
-        `Authorization` count, as each guard reads them."""
-        host = length = content_type = authorization = None
-        for key, value in headers:
-            if key == b"host":
-                host = value if host is None else host
-            elif key == b"content-length":
-                length = value if length is None else length
-            elif key == b"content-type":
-                content_type = value if content_type is None else content_type
-            elif key == b"authorization":
-                authorization = value if authorization is None else authorization
-            elif key == b"origin" or key == b"transfer-encoding":
-                return False  # CORS headers to add, or a body to count as it streams
+        (its body is checked after), read as the guards read them (`guarded_headers`)."""
+        host, origin, content_type, length, chunked, authorization = guarded_headers(headers)
+        if origin is not None or chunked is not None:
+            return False  # CORS headers to add, or a body to count as it streams
         if self.expected is not None and not bearer_ok(authorization, self.expected):
             return False
         if not self.network:
