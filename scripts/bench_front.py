@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_live import cpu_seconds, tree  # noqa: E402
-from serving import free_port, serve_command, start_server, stop  # noqa: E402
+from serving import free_port, raw_request, serve_command, start_server, stop  # noqa: E402
 
 
 def main() -> None:
@@ -47,18 +47,7 @@ def main() -> None:
         with socket.create_connection(("127.0.0.1", port)) as sock:
 
             def one() -> None:
-                sock.sendall(request)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += sock.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":")[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length")
-                )
-                while len(body) < length:
-                    body += sock.recv(65536)
+                raw_request(sock, request)
 
             for _ in range(200):
                 one()

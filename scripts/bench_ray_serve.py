@@ -34,7 +34,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_live import cpu_seconds, tree  # noqa: E402
-from serving import TAU_SERVER, Wait, free_port, start_server, stop, wait_until_up  # noqa: E402
+from serving import (  # noqa: E402
+    TAU_SERVER,
+    Wait,
+    free_port,
+    raw_request,
+    start_server,
+    stop,
+    wait_until_up,
+)
 
 EPISODE = "serve-bench"
 WARM_UP = 200
@@ -60,20 +68,9 @@ def drive(port: int, count: int, pids, idle_rate: float = 0.0) -> tuple[float, f
     with socket.create_connection(("127.0.0.1", port)) as sock:
 
         def one() -> None:
-            sock.sendall(request)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += sock.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
+            head, _ = raw_request(sock, request)
             if not head.startswith(b"HTTP/1.1 200"):
                 raise SystemExit(f"unexpected answer: {head[:200]!r}")
-            length = next(
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length")
-            )
-            while len(body) < length:
-                body += sock.recv(65536)
 
         for _ in range(WARM_UP):
             one()

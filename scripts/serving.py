@@ -122,3 +122,24 @@ def stop(proc: subprocess.Popen, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def raw_request(sock: socket.socket, request: bytes) -> tuple[bytes, bytes]:
+    """Sends one HTTP/1.1 request on a kept-alive socket and reads its answer, framed by its
+    `Content-Length` (none: no body): (head, body). Raw bytes keep the client's cost tiny."""
+    sock.sendall(request)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        ),
+        0,
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head, body
