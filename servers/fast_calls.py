@@ -67,17 +67,25 @@ class FastToolCalls:
     ) -> Receive | None:
         """Answer the request and return None, or return a `receive` that replays what was read
         so FastMCP can handle the request."""
-        if scope.get("method") != "POST" or self._plain_headers(scope) is None:
+        plain = self._plain_headers(scope) if scope.get("method") == "POST" else None
+        if plain is None:
             return receive
         body, tail = await _read_body(receive)
-        if await self.answer(scope, body, send, episode):
+        if await self.answer(scope, body, send, episode, plain):
             return None
         return _replayer(body, tail, receive)
 
-    async def answer(self, scope: Scope, body: bytes, send: Send, episode: Episode) -> bool:
+    async def answer(
+        self,
+        scope: Scope,
+        body: bytes,
+        send: Send,
+        episode: Episode,
+        plain: tuple[bytes, bytes | None] | None = None,
+    ) -> bool:
         """Answer a POST whose whole body is `body` (True), or decline it (False: nothing was
-        sent, FastMCP's to answer)."""
-        plain = self._plain_headers(scope)
+        sent, FastMCP's to answer). `plain`: its headers' `_plain_headers`, when read already."""
+        plain = plain or self._plain_headers(scope)
         if plain is None:
             return False
         method, name_header = plain

@@ -122,7 +122,9 @@ def guarded_app(
             exception_handlers=handlers,
         )
     return LanedStarlette(
-        HotLaneSpec(guards, hot, handlers),
+        guards,
+        hot,
+        handlers,
         routes=list(routes),
         middleware=middleware,
         lifespan=lifespan,
@@ -130,22 +132,15 @@ def guarded_app(
     )
 
 
-@dataclass(frozen=True)
-class HotLaneSpec:
-    """What `LanedStarlette` builds its `HotLane` from."""
-
-    guards: HttpGuards
-    pick: HotPick
-    handlers: dict[Any, Callable]
-
-
 class LanedStarlette(Starlette):
     """A Starlette app with a `HotLane` (`tau_mcp.servers.hot_lane`) in front of its whole
     middleware stack, Starlette's own error middleware included."""
 
-    def __init__(self, lane: HotLaneSpec, **kwargs: Any) -> None:
+    def __init__(
+        self, guards: HttpGuards, pick: HotPick, handlers: dict[Any, Callable], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.lane = HotLane(super().__call__, lane.guards, lane.pick, lane.handlers)
+        self.lane = HotLane(super().__call__, guards, pick, handlers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.lane(scope, receive, send)

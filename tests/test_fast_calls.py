@@ -82,8 +82,8 @@ def _count_short_path(monkeypatch) -> list[bool]:
     served: list[bool] = []
     original = FastToolCalls.answer
 
-    async def counting(self, scope, body, send, episode):
-        answered = await original(self, scope, body, send, episode)
+    async def counting(self, scope, body, send, episode, *plain):
+        answered = await original(self, scope, body, send, episode, *plain)
         index = next((i for i, seen in enumerate(scopes) if seen is scope), None)
         if index is None:
             scopes.append(scope)

@@ -176,7 +176,7 @@ async def test_the_token_guard_holds_in_the_lane(monkeypatch) -> None:
 async def test_an_exception_in_the_lane_is_answered_as_the_stack_answers_it(monkeypatch) -> None:
     from tau_mcp.servers.fast_calls import FastToolCalls
 
-    async def broken(self, scope, body, send, episode):
+    async def broken(self, scope, body, send, episode, *plain):
         raise RuntimeError("boom")
 
     answers = []
